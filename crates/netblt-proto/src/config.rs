@@ -1,0 +1,305 @@
+//! Transfer parameters, their negotiation, and engine configuration.
+//!
+//! RFC 998 §4: "The client initiating the connection (the active end) proposes
+//! and sends a set of values for each parameter in its connection request. The
+//! other client (the passive end) compares these values with the
+//! highest-performance values it can support. The passive end can then modify
+//! any of the parameters, but only by making them more restrictive."
+//!
+//! "More restrictive" is not defined per parameter (notes §Z10). We decide:
+//! smaller packet size, buffer size, burst size and outstanding-buffer count;
+//! a *larger* burst interval; and the data checksum may only be switched on
+//! (more checking is the conservative direction). See docs/decisions.md.
+
+use crate::time::Duration;
+use netblt_wire::DATA_HEADER_LEN;
+
+/// Largest data segment: the 16-bit "DATA packet size" field carries the
+/// whole DATA packet (header + data, decision Z3).
+pub const MAX_PACKET_SIZE: u16 = (u16::MAX as usize - DATA_HEADER_LEN) as u16;
+/// Packet numbers are 16 bits and per buffer (decision Z5), so a buffer holds
+/// at most this many packets.
+pub const MAX_PACKETS_PER_BUFFER: u32 = 1 << 16;
+
+/// The parameters NETBLT negotiates in OPEN/RESPONSE (RFC 998 §4, §5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransferParams {
+    /// Data bytes carried by each DATA packet (RFC 1030's PSZ). On the wire the
+    /// OPEN field holds `packet_size + 24`, the whole DATA packet.
+    pub packet_size: u16,
+    /// Bytes per buffer (all buffers but the last).
+    pub buffer_size: u32,
+    /// DATA packets per burst.
+    pub burst_size: u16,
+    /// Milliseconds from the start of one burst to the start of the next
+    /// (RFC 998 calls it "burst rate").
+    pub burst_interval_ms: u16,
+    /// Maximum number of outstanding buffers.
+    pub max_buffers: u16,
+    /// Checksum DATA packet data (the C flag).
+    pub checksum_data: bool,
+}
+
+impl Default for TransferParams {
+    /// Suited to a modern LAN over UDP: 1400-byte segments fit a 1500-byte MTU
+    /// with IP/UDP/NETBLT headers, 1 MiB buffers, 8 outstanding, and a burst of
+    /// 64 packets per millisecond (about 717 Mb/s of data).
+    fn default() -> Self {
+        TransferParams {
+            packet_size: 1400,
+            buffer_size: 1 << 20,
+            burst_size: 64,
+            burst_interval_ms: 1,
+            max_buffers: 8,
+            checksum_data: true,
+        }
+    }
+}
+
+/// Why a set of parameters cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParamError {
+    #[error("packet size must be between 1 and {MAX_PACKET_SIZE} bytes")]
+    PacketSize,
+    #[error("buffer size must be at least 1 byte and at most 65536 packets")]
+    BufferSize,
+    #[error("burst size must be at least 1 packet")]
+    BurstSize,
+    #[error("burst interval must be at least 1 ms")]
+    BurstInterval,
+    #[error("at least one outstanding buffer is needed")]
+    Buffers,
+    #[error("the passive end made {0} less restrictive than offered")]
+    LessRestrictive(&'static str),
+}
+
+impl TransferParams {
+    /// Checks the values a connection can run with.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        if self.packet_size == 0 || self.packet_size > MAX_PACKET_SIZE {
+            return Err(ParamError::PacketSize);
+        }
+        if self.buffer_size == 0 || self.packets_per_buffer() > MAX_PACKETS_PER_BUFFER {
+            return Err(ParamError::BufferSize);
+        }
+        if self.burst_size == 0 {
+            return Err(ParamError::BurstSize);
+        }
+        if self.burst_interval_ms == 0 {
+            return Err(ParamError::BurstInterval);
+        }
+        if self.max_buffers == 0 {
+            return Err(ParamError::Buffers);
+        }
+        Ok(())
+    }
+
+    /// Packets in a full buffer.
+    pub fn packets_per_buffer(&self) -> u32 {
+        let psz = u32::from(self.packet_size.max(1));
+        self.buffer_size.div_ceil(psz)
+    }
+
+    /// The passive end's answer to an offer: every value made at least as
+    /// restrictive as both the offer and this end's own limits (`self`).
+    pub fn restrict(&self, offer: &TransferParams) -> TransferParams {
+        TransferParams {
+            packet_size: offer.packet_size.min(self.packet_size),
+            buffer_size: offer.buffer_size.min(self.buffer_size),
+            burst_size: offer.burst_size.min(self.burst_size),
+            burst_interval_ms: offer.burst_interval_ms.max(self.burst_interval_ms),
+            max_buffers: offer.max_buffers.min(self.max_buffers),
+            checksum_data: offer.checksum_data || self.checksum_data,
+        }
+    }
+
+    /// Checks that `answer` (a RESPONSE) is no less restrictive than `self`
+    /// (the OPEN we sent), as RFC 998 §4 requires of the passive end.
+    pub fn check_answer(&self, answer: &TransferParams) -> Result<(), ParamError> {
+        use ParamError::LessRestrictive as L;
+        if answer.packet_size > self.packet_size {
+            return Err(L("the packet size"));
+        }
+        if answer.buffer_size > self.buffer_size {
+            return Err(L("the buffer size"));
+        }
+        if answer.burst_size > self.burst_size {
+            return Err(L("the burst size"));
+        }
+        if answer.burst_interval_ms < self.burst_interval_ms {
+            return Err(L("the burst interval"));
+        }
+        if answer.max_buffers > self.max_buffers {
+            return Err(L("the number of outstanding buffers"));
+        }
+        if self.checksum_data && !answer.checksum_data {
+            return Err(L("the data checksum"));
+        }
+        answer.validate()
+    }
+
+    /// Nominal data rate in bits per second (data bytes only).
+    pub fn rate_bps(&self) -> f64 {
+        f64::from(self.burst_size) * f64::from(self.packet_size) * 8.0 * 1000.0
+            / f64::from(self.burst_interval_ms.max(1))
+    }
+
+    /// Burst size and interval giving about `bps` bits of data per second with
+    /// packets of `packet_size` bytes. Uses the shortest interval (1 ms) that
+    /// keeps the burst within 16 bits, and grows the interval for slow rates so
+    /// that a burst holds at least one packet.
+    pub fn burst_for_rate(bps: u64, packet_size: u16) -> (u16, u16) {
+        let bits_per_packet = f64::from(packet_size.max(1)) * 8.0;
+        let packets_per_ms = bps as f64 / bits_per_packet / 1000.0;
+        if packets_per_ms >= 1.0 {
+            let size = packets_per_ms.round().clamp(1.0, f64::from(u16::MAX));
+            (size as u16, 1)
+        } else if packets_per_ms > 0.0 {
+            let interval = (1.0 / packets_per_ms).round().clamp(1.0, f64::from(u16::MAX));
+            (1, interval as u16)
+        } else {
+            (1, u16::MAX)
+        }
+    }
+}
+
+/// How the pacer places bursts in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PacingClock {
+    /// Bursts start on a virtual schedule (t0, t0 + I, t0 + 2I, ...): a burst
+    /// that starts late does not delay the ones after it, so a driver's late
+    /// wake-ups never turn into rate error. The default for real networks.
+    #[default]
+    Virtual,
+    /// RFC 1030 §3's definition taken literally, "the number of milliseconds
+    /// from the start of one burst transmission to the start of the next": a
+    /// burst that starts late pushes back every later burst. This is how the
+    /// 1987 PC/AT implementation behaved; the simulator's historical profiles
+    /// use it.
+    FromActualStart,
+}
+
+/// Engine configuration. Defaults are documented per field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// As the active end: what we offer. As the passive end: the least
+    /// restrictive values we accept.
+    pub params: TransferParams,
+    /// Our death-timer value, sent to the peer in OPEN/RESPONSE (whole
+    /// seconds on the wire). Default 30 s.
+    pub death_timeout: Duration,
+    /// First OPEN retransmission interval; doubles each time. Default 1 s.
+    pub open_retry: Duration,
+    /// OPEN packets sent before giving up. Default 8.
+    pub open_attempts: u32,
+    /// Control timer before any round trip has been measured. RFC 998 §5.2.1:
+    /// "It can have as its initial value an arbitrary number." Default 1 s.
+    pub initial_control_timeout: Duration,
+    /// Floor and ceiling of the adaptive control timer. Defaults 2 ms and 60 s.
+    pub min_control_timeout: Duration,
+    pub max_control_timeout: Duration,
+    /// Floor of the data timers' variance term. Default 2 ms.
+    pub min_data_timer_margin: Duration,
+    /// Packets released together within a burst. `None` releases the whole
+    /// burst at once, as RFC 998 describes; a smaller quantum spreads each
+    /// burst evenly over its interval (the negotiated burst size and interval,
+    /// hence the rate, are unchanged). Default `None`.
+    pub pacing_quantum: Option<u16>,
+    /// See [`PacingClock`]. Default `Virtual`.
+    pub pacing_clock: PacingClock,
+    /// Receiver: received buffers waiting for the application before no new
+    /// GO is issued (client-level flow control, RFC 998 §4). Default 8.
+    pub receive_queue: usize,
+    /// Receiver: hold the OK of the last buffer until the application calls
+    /// [`Connection::confirm_last`](crate::Connection::confirm_last), so that
+    /// the sender's success means the receiver checked the data end to end.
+    /// Default false.
+    pub confirm_last_buffer: bool,
+    /// Largest datagram this end will send (control packets are split to fit).
+    /// Default 1472 (a 1500-byte MTU less IPv4 and UDP headers).
+    pub max_datagram: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            params: TransferParams::default(),
+            death_timeout: Duration::from_secs(30),
+            open_retry: Duration::from_secs(1),
+            open_attempts: 8,
+            initial_control_timeout: Duration::from_secs(1),
+            min_control_timeout: Duration::from_millis(2),
+            max_control_timeout: Duration::from_secs(60),
+            min_data_timer_margin: Duration::from_millis(2),
+            pacing_quantum: None,
+            pacing_clock: PacingClock::Virtual,
+            receive_queue: 8,
+            confirm_last_buffer: false,
+            max_datagram: 1472,
+        }
+    }
+}
+
+impl Config {
+    /// Our death timer as sent on the wire: whole seconds, at least 1.
+    pub fn death_timer_secs(&self) -> u16 {
+        u16::try_from(self.death_timeout.as_secs().max(1)).unwrap_or(u16::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restrict_only_tightens() {
+        let mine = TransferParams {
+            packet_size: 1000,
+            buffer_size: 50_000,
+            burst_size: 10,
+            burst_interval_ms: 20,
+            max_buffers: 4,
+            checksum_data: false,
+        };
+        let offer = TransferParams {
+            packet_size: 1400,
+            buffer_size: 20_000,
+            burst_size: 5,
+            burst_interval_ms: 10,
+            max_buffers: 8,
+            checksum_data: true,
+        };
+        let ans = mine.restrict(&offer);
+        assert_eq!(ans.packet_size, 1000);
+        assert_eq!(ans.buffer_size, 20_000);
+        assert_eq!(ans.burst_size, 5);
+        assert_eq!(ans.burst_interval_ms, 20);
+        assert_eq!(ans.max_buffers, 4);
+        assert!(ans.checksum_data);
+        assert_eq!(offer.check_answer(&ans), Ok(()));
+        let mut loose = ans;
+        loose.burst_interval_ms = 5;
+        assert!(offer.check_answer(&loose).is_err());
+    }
+
+    #[test]
+    fn burst_for_rate() {
+        // 1 Gb/s with 1400-byte segments: ~89 packets per ms.
+        assert_eq!(TransferParams::burst_for_rate(1_000_000_000, 1400), (89, 1));
+        // 1.85 Mb/s with 1990-byte segments: one packet every ~9 ms.
+        assert_eq!(TransferParams::burst_for_rate(1_850_000, 1990), (1, 9));
+        assert_eq!(TransferParams::burst_for_rate(0, 1400), (1, u16::MAX));
+    }
+
+    #[test]
+    fn validate_rejects_zero_and_huge_buffers() {
+        let mut p = TransferParams::default();
+        assert!(p.validate().is_ok());
+        p.buffer_size = 0;
+        assert_eq!(p.validate(), Err(ParamError::BufferSize));
+        p.buffer_size = u32::MAX;
+        p.packet_size = 1;
+        assert_eq!(p.validate(), Err(ParamError::BufferSize));
+    }
+}

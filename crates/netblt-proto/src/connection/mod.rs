@@ -1,0 +1,781 @@
+//! One NETBLT connection, either end, either direction.
+//!
+//! # Driving a connection
+//!
+//! A [`Connection`] never reads a clock and never touches a socket. The driver
+//! (UDP I/O, simulator, emulator, tests) calls, with a monotonic `now`:
+//!
+//! 1. [`handle_datagram`](Connection::handle_datagram) for every datagram from
+//!    the peer;
+//! 2. [`handle_timeout`](Connection::handle_timeout) whenever `now` has reached
+//!    [`poll_timeout`](Connection::poll_timeout) (spurious calls are harmless);
+//! 3. [`poll_transmit`](Connection::poll_transmit) until it returns `None`,
+//!    sending each datagram it writes;
+//! 4. [`poll_event`](Connection::poll_event) until `None`, and the application
+//!    calls ([`push_buffer`](Connection::push_buffer), [`recycle`](Connection::recycle), ...);
+//! 5. then sleeps until [`poll_timeout`](Connection::poll_timeout) or the next
+//!    datagram, and repeats.
+//!
+//! Calling `poll_timeout` before the returned instant is harmless; calling it
+//! late delays the protocol (it never breaks it).
+
+mod fifo;
+mod receiver;
+mod sender;
+mod transmit;
+
+use std::collections::VecDeque;
+
+use netblt_wire::{Mode, OpenRepr, Packet, Repr, DATA_HEADER_LEN};
+
+use crate::config::{Config, TransferParams};
+use crate::event::{ConnectionError, Event};
+use crate::rtt::RttEstimator;
+use crate::stats::Stats;
+use crate::time::{Duration, Instant};
+use receiver::{DataOutcome, Receiver};
+use sender::Sender;
+pub use sender::PushError;
+
+/// Which end opened the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Active,
+    Passive,
+}
+
+/// Which way data flows from this end's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    DataSender,
+    DataReceiver,
+}
+
+/// Connection states, displayed with the names RFC 998 uses where it has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Active end: OPEN sent, no RESPONSE yet.
+    Opening,
+    /// Data transfer.
+    Open,
+    /// Data sender: every buffer OK'd; "dallies" (RFC 998 §5.3.1) to answer a
+    /// retransmitted OK, until DONE or the dally timer.
+    Dallying,
+    /// We sent QUIT and wait for QUITACK (RFC 998 §5.3.2).
+    Quitting,
+    /// We answered a QUIT and dally to answer retransmissions.
+    QuitAcked,
+    /// Over (successfully or not).
+    Closed,
+}
+
+impl core::fmt::Display for State {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            State::Opening => "OPENING",
+            State::Open => "OPEN",
+            State::Dallying => "DALLYING",
+            State::Quitting => "QUITTING",
+            State::QuitAcked => "QUITACK-DALLY",
+            State::Closed => "CLOSED",
+        })
+    }
+}
+
+/// One-shot packets waiting to be sent.
+#[derive(Debug, Default)]
+struct Pending {
+    open: bool,
+    response: bool,
+    quit: bool,
+    quitack: bool,
+    abort: Option<Vec<u8>>,
+    done: bool,
+    keepalive: bool,
+}
+
+#[derive(Debug, Default)]
+struct Timers {
+    open: Option<Instant>,
+    control: Option<Instant>,
+    dally: Option<Instant>,
+    quit: Option<Instant>,
+}
+
+enum DataPart {
+    None,
+    Sender(Box<Sender>),
+    Receiver(Box<Receiver>),
+}
+
+/// A NETBLT connection: see the module documentation for how to drive it.
+pub struct Connection {
+    config: Config,
+    side: Side,
+    mode: Mode,
+    role: Role,
+    state: State,
+    uid: u32,
+    local_port: u16,
+    remote_port: u16,
+    /// Offered (active end, before RESPONSE), then negotiated.
+    params: TransferParams,
+    transfer_size: u32,
+    client: Vec<u8>,
+    peer_death: Duration,
+    open_attempts: u32,
+    open_interval: Duration,
+    pending: Pending,
+    timers: Timers,
+    last_rx: Instant,
+    last_tx: Instant,
+    rtt: RttEstimator,
+    data: DataPart,
+    events: VecDeque<Event>,
+    stats: Stats,
+    result: Option<Result<(), ConnectionError>>,
+    quit_reason: Vec<u8>,
+    /// Passive end: the active end sent something other than OPEN, so it
+    /// has our RESPONSE.
+    peer_confirmed: bool,
+}
+
+/// The wire value of "DATA packet size": the whole DATA packet (decision Z3).
+fn wire_packet_size(psz: u16) -> u16 {
+    psz.saturating_add(DATA_HEADER_LEN as u16)
+}
+
+fn params_from_open(o: &OpenRepr<'_>) -> TransferParams {
+    TransferParams {
+        packet_size: o.data_packet_size.saturating_sub(DATA_HEADER_LEN as u16),
+        buffer_size: o.buffer_size,
+        burst_size: o.burst_size,
+        burst_interval_ms: o.burst_interval_ms,
+        max_buffers: o.max_outstanding,
+        checksum_data: o.checksum_data,
+    }
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+impl Connection {
+    /// Opens a connection as the active end (RFC 998 §5.1): an OPEN goes out
+    /// on the first `poll_transmit`. In `Mode::Write` this end sends data.
+    /// `uid` must differ between successive connections on the same ports
+    /// (the driver draws it from its seeded or OS randomness).
+    /// `transfer_size` is informational (RFC 998 §3); sizes of 2^32 bytes or
+    /// more are sent as 0, "not given".
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect(
+        config: Config,
+        mode: Mode,
+        uid: u32,
+        local_port: u16,
+        remote_port: u16,
+        transfer_size: Option<u64>,
+        client: Vec<u8>,
+        now: Instant,
+    ) -> Result<Connection, crate::config::ParamError> {
+        config.params.validate()?;
+        let role = match mode {
+            Mode::Write => Role::DataSender,
+            Mode::Read => Role::DataReceiver,
+        };
+        let mut c = Connection::new(config, Side::Active, mode, role, uid, local_port, remote_port, now);
+        c.params = c.config.params;
+        c.transfer_size = transfer_size
+            .and_then(|s| u32::try_from(s).ok())
+            .unwrap_or(0);
+        c.client = client;
+        c.pending.open = true;
+        c.open_attempts = 0;
+        c.open_interval = c.config.open_retry;
+        Ok(c)
+    }
+
+    /// Accepts an OPEN as the passive end: negotiates (RFC 998 §4: "only by
+    /// making them more restrictive") and answers with RESPONSE on the next
+    /// `poll_transmit`. `client` is our client string for the RESPONSE.
+    pub fn accept(
+        config: Config,
+        open: &OpenRepr<'_>,
+        local_port: u16,
+        remote_port: u16,
+        client: Vec<u8>,
+        now: Instant,
+    ) -> Result<Connection, crate::config::ParamError> {
+        let offer = params_from_open(open);
+        offer.validate()?;
+        let params = config.params.restrict(&offer);
+        params.validate()?;
+        // M is given from the active end's view (decision Z9): WRITE means the
+        // active end sends, so the passive end receives.
+        let role = match open.mode {
+            Mode::Write => Role::DataReceiver,
+            Mode::Read => Role::DataSender,
+        };
+        let mut c = Connection::new(config, Side::Passive, open.mode, role, open.uid, local_port, remote_port, now);
+        c.params = params;
+        c.transfer_size = open.transfer_size;
+        c.client = client;
+        c.peer_death = Duration::from_secs(u64::from(open.death_timer_s.max(1)));
+        c.pending.response = true;
+        c.start_transfer(now, open.client.to_vec());
+        Ok(c)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        config: Config,
+        side: Side,
+        mode: Mode,
+        role: Role,
+        uid: u32,
+        local_port: u16,
+        remote_port: u16,
+        now: Instant,
+    ) -> Connection {
+        let rtt = RttEstimator::new(
+            config.initial_control_timeout,
+            config.min_control_timeout,
+            config.max_control_timeout,
+        );
+        let stats = Stats {
+            started_at: Some(now),
+            ..Stats::default()
+        };
+        Connection {
+            params: config.params,
+            config,
+            side,
+            mode,
+            role,
+            state: State::Opening,
+            uid,
+            local_port,
+            remote_port,
+            transfer_size: 0,
+            client: Vec::new(),
+            peer_death: Duration::from_secs(30),
+            open_attempts: 0,
+            open_interval: Duration::from_secs(1),
+            pending: Pending::default(),
+            timers: Timers::default(),
+            last_rx: now,
+            last_tx: now,
+            rtt,
+            data: DataPart::None,
+            events: VecDeque::new(),
+            stats,
+            result: None,
+            quit_reason: Vec::new(),
+            peer_confirmed: false,
+        }
+    }
+
+    fn start_transfer(&mut self, now: Instant, peer_client: Vec<u8>) {
+        self.state = State::Open;
+        self.last_rx = now;
+        self.timers.open = None;
+        self.data = match self.role {
+            Role::DataSender => DataPart::Sender(Box::new(Sender::new(
+                self.params,
+                &self.config.params,
+                &self.config,
+            ))),
+            Role::DataReceiver => DataPart::Receiver(Box::new(Receiver::new(self.params, &self.config))),
+        };
+        self.events.push_back(Event::Connected {
+            params: self.params,
+            peer_client,
+            transfer_size: self.transfer_size,
+        });
+    }
+
+    // ----- getters -------------------------------------------------------
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+    pub fn side(&self) -> Side {
+        self.side
+    }
+    pub fn role(&self) -> Role {
+        self.role
+    }
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+    pub fn uid(&self) -> u32 {
+        self.uid
+    }
+    pub fn local_port(&self) -> u16 {
+        self.local_port
+    }
+    pub fn remote_port(&self) -> u16 {
+        self.remote_port
+    }
+    /// Offered parameters before the connection opens, negotiated after.
+    pub fn params(&self) -> &TransferParams {
+        &self.params
+    }
+    /// The burst values in force now (renegotiated after each buffer).
+    pub fn current_rate(&self) -> (u16, u16) {
+        match &self.data {
+            DataPart::Sender(s) => (s.params.burst_size, s.params.burst_interval_ms),
+            _ => (self.params.burst_size, self.params.burst_interval_ms),
+        }
+    }
+    pub fn stats(&self) -> Stats {
+        let mut s = self.stats.clone();
+        s.srtt = self.rtt.srtt();
+        s
+    }
+    /// The peer's death-timer value (from OPEN or RESPONSE).
+    pub fn peer_death_timeout(&self) -> Duration {
+        self.peer_death
+    }
+    pub fn death_timeout(&self) -> Duration {
+        Duration::from_secs(u64::from(self.config.death_timer_secs()))
+    }
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+    /// `Some(Ok)` once the transfer succeeded, `Some(Err)` once it failed.
+    pub fn result(&self) -> Option<&Result<(), ConnectionError>> {
+        self.result.as_ref()
+    }
+    /// The largest datagram this connection writes; `poll_transmit`'s buffer
+    /// must be at least this long.
+    pub fn max_datagram_size(&self) -> usize {
+        netblt_wire::round_up4(DATA_HEADER_LEN + usize::from(self.params.packet_size))
+            .max(self.config.max_datagram)
+            .max(netblt_wire::OPEN_FIXED_LEN + netblt_wire::round_up4(self.client.len() + 1))
+    }
+
+    // ----- application calls ---------------------------------------------
+
+    /// Data sender: can a buffer be handed over now?
+    pub fn wants_buffer(&self) -> bool {
+        matches!(&self.data, DataPart::Sender(s) if s.wants_buffer()) && self.state == State::Open
+    }
+
+    /// Data sender: hands over the next buffer. Every buffer but the last
+    /// must hold exactly the negotiated buffer size.
+    pub fn push_buffer(&mut self, data: Vec<u8>, last: bool) -> Result<(), PushError> {
+        match (&mut self.data, self.state) {
+            (DataPart::Sender(s), State::Open) => s.push(data, last),
+            _ => Err(PushError::NotSending),
+        }
+    }
+
+    /// Data receiver: gives storage back for reuse (optional).
+    pub fn recycle(&mut self, storage: Vec<u8>) {
+        if let DataPart::Receiver(r) = &mut self.data {
+            r.recycle(storage);
+        }
+    }
+
+    /// Data receiver with `confirm_last_buffer`: the application checked the
+    /// whole transfer. `Ok` lets the last OK go; `Err(reason)` aborts.
+    pub fn confirm_last(&mut self, now: Instant, verdict: Result<(), String>) {
+        match verdict {
+            Ok(()) => {
+                if let DataPart::Receiver(r) = &mut self.data {
+                    r.confirm_last();
+                    r.progress(&mut self.stats, |_, _, _| {});
+                }
+                self.check_receiver_done(now);
+            }
+            Err(reason) => self.abort(now, &reason),
+        }
+    }
+
+    /// Client QUIT (RFC 998 §5.3.2): "the QUIT transmission can only occur
+    /// between buffer transmissions". Retransmitted until QUITACK or the
+    /// death timer.
+    pub fn quit(&mut self, now: Instant, reason: &str) {
+        if matches!(self.state, State::Closed | State::Quitting) {
+            return;
+        }
+        self.quit_reason = reason.as_bytes().iter().copied().filter(|&b| b != 0).collect();
+        self.pending.quit = true;
+        self.state = State::Quitting;
+        self.timers = Timers::default();
+        self.timers.quit = Some(now + self.rtt.timeout());
+    }
+
+    /// NETBLT ABORT (RFC 998 §5.3.3): sent once, "the sender can immediately
+    /// close its connection".
+    pub fn abort(&mut self, now: Instant, reason: &str) {
+        if self.state == State::Closed {
+            return;
+        }
+        self.pending.abort = Some(reason.as_bytes().iter().copied().filter(|&b| b != 0).collect());
+        self.close(
+            now,
+            Err(ConnectionError::LocalAbort {
+                reason: reason.to_string(),
+            }),
+        );
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        let e = self.events.pop_front()?;
+        if let (Event::BufferReceived { .. }, DataPart::Receiver(r)) = (&e, &mut self.data) {
+            r.undelivered = r.undelivered.saturating_sub(1);
+        }
+        Some(e)
+    }
+
+    // ----- input ---------------------------------------------------------
+
+    /// Handles one datagram from the peer. Malformed datagrams are counted
+    /// and dropped; nothing here panics on any input.
+    pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) {
+        self.stats.datagrams_received += 1;
+        self.stats.bytes_received += datagram.len() as u64;
+        match Packet::parse(datagram) {
+            Ok(p) => self.handle_packet(now, &p),
+            Err(e) => {
+                self.stats.malformed += 1;
+                tracing::trace!(error = %e, "malformed datagram dropped");
+            }
+        }
+    }
+
+    /// Handles an already parsed packet (the endpoint parses to demultiplex).
+    pub fn handle_packet(&mut self, now: Instant, p: &Packet<'_>) {
+        // RFC 998 §8: Local Port is the sender's, Foreign Port the receiver's
+        // (decision Z19).
+        if p.local_port != self.remote_port || p.foreign_port != self.local_port {
+            self.stats.unexpected += 1;
+            return;
+        }
+        if self.state == State::Closed {
+            return;
+        }
+        // RFC 998 §5.2.3: the death timer "is reset every time a packet is
+        // received".
+        self.last_rx = now;
+        if !matches!(p.repr, Repr::Open(_)) {
+            self.peer_confirmed = true;
+        }
+        match &p.repr {
+            Repr::Open(o) => self.on_open(o),
+            Repr::Response(r) => self.on_response(now, r),
+            Repr::Refused { reason } if self.state == State::Opening => self.close(
+                now,
+                Err(ConnectionError::Refused {
+                    reason: lossy(reason),
+                }),
+            ),
+            Repr::Keepalive => {}
+            Repr::Quit { reason } => self.on_quit(now, reason),
+            Repr::QuitAck if self.state == State::Quitting => {
+                let reason = lossy(&self.quit_reason);
+                self.pending.quit = false;
+                self.close(now, Err(ConnectionError::LocalQuit { reason }));
+            }
+            Repr::Abort { reason } => self.close(
+                now,
+                Err(ConnectionError::PeerAborted {
+                    reason: lossy(reason),
+                }),
+            ),
+            Repr::Data(d) | Repr::LData(d) => {
+                let ldata = matches!(p.repr, Repr::LData(_));
+                self.on_data(now, ldata, d);
+            }
+            Repr::NullAck(n) => self.on_null_ack(now, n.high_ack, n.burst_size, n.burst_interval_ms),
+            Repr::Control(c) => self.on_control(now, c),
+            Repr::Done => {
+                if self.state == State::Dallying {
+                    self.close(now, Ok(()));
+                }
+            }
+            _ => self.stats.unexpected += 1,
+        }
+    }
+
+    fn on_open(&mut self, o: &OpenRepr<'_>) {
+        if self.side != Side::Passive {
+            self.stats.unexpected += 1;
+        } else if o.uid == self.uid {
+            // RFC 998 §5.1: "If it is an OPEN packet, the passive NETBLT sends
+            // another RESPONSE (assuming that a previous RESPONSE packet was
+            // sent and lost ...)".
+            self.pending.response = true;
+        } else {
+            // "A non-matching unique ID must be treated as an attempt to open
+            // a second connection between the same port pair and is rejected
+            // by sending an ABORT message." The endpoint sends that ABORT;
+            // this connection carries on (decision Z20).
+            self.stats.unexpected += 1;
+        }
+    }
+
+    fn on_response(&mut self, now: Instant, r: &OpenRepr<'_>) {
+        if self.side != Side::Active || r.uid != self.uid {
+            self.stats.unexpected += 1;
+            return;
+        }
+        if self.state != State::Opening {
+            // "If it is a RESPONSE packet, it is treated as a duplicate and
+            // ignored."
+            return;
+        }
+        let answer = params_from_open(r);
+        if let Err(e) = self.params.check_answer(&answer) {
+            let reason = e.to_string();
+            self.pending.abort = Some(reason.clone().into_bytes());
+            self.close(now, Err(ConnectionError::Negotiation { reason }));
+            return;
+        }
+        self.params = answer;
+        // "each end transmits its death-timeout value in seconds in either the
+        // OPEN or the RESPONSE packet": this is the passive end's own value.
+        self.peer_death = Duration::from_secs(u64::from(r.death_timer_s.max(1)));
+        self.start_transfer(now, r.client.to_vec());
+    }
+
+    fn on_quit(&mut self, now: Instant, reason: &[u8]) {
+        // RFC 998 §5.3.2: "The NETBLT receiving the QUIT packet can take no
+        // action other than immediately notifying its client and transmitting
+        // a QUITACK packet. ... The sender of the QUITACK dallies before
+        // quitting, so that it can respond to a retransmitted QUIT."
+        self.pending.quitack = true;
+        if self.state != State::QuitAcked {
+            let reason = lossy(reason);
+            self.events.push_back(Event::PeerQuit {
+                reason: reason.clone(),
+            });
+            self.state = State::QuitAcked;
+            self.timers = Timers::default();
+            self.timers.dally = Some(now + self.dally_time());
+            self.result = Some(Err(ConnectionError::PeerQuit { reason }));
+        }
+    }
+
+    fn on_data(&mut self, now: Instant, ldata: bool, d: &netblt_wire::DataRepr<'_>) {
+        let DataPart::Receiver(r) = &mut self.data else {
+            self.stats.unexpected += 1;
+            return;
+        };
+        if self.params.checksum_data && !d.data_checksum_ok() {
+            self.stats.malformed += 1;
+            return;
+        }
+        // Every packet flowing back carries the high-acknowledged sequence
+        // number; process it before the data (it may acknowledge this
+        // buffer's GO or RESEND).
+        Self::process_ack(r, &mut self.rtt, &mut self.timers, now, d.high_ack);
+        match r.on_data(now, ldata, d, &mut self.stats) {
+            DataOutcome::Accepted | DataOutcome::Duplicate => {}
+            DataOutcome::Invalid => self.stats.unexpected += 1,
+        }
+        self.after_receiver_input(now);
+    }
+
+    fn on_null_ack(&mut self, now: Instant, high_ack: u16, burst_size: u16, interval: u16) {
+        let DataPart::Receiver(r) = &mut self.data else {
+            self.stats.unexpected += 1;
+            return;
+        };
+        // "New Burst Size/Rate as negotiated": what the sender uses now; the
+        // data timers estimate with it.
+        r.set_rate(burst_size, interval);
+        Self::process_ack(r, &mut self.rtt, &mut self.timers, now, high_ack);
+        self.after_receiver_input(now);
+    }
+
+    fn process_ack(r: &mut Receiver, rtt: &mut RttEstimator, timers: &mut Timers, now: Instant, wire: u16) {
+        let Some(ack) = r.fifo.expand_ack(wire) else {
+            return;
+        };
+        let mut acked = Vec::new();
+        let (all_acked, sample) = r.fifo.on_ack(ack, |m| acked.push(m.clone()));
+        if let Some(sent) = sample {
+            rtt.on_sample(now.saturating_duration_since(sent));
+        }
+        let srtt = rtt.srtt().unwrap_or(Duration::ZERO);
+        for m in &acked {
+            r.on_acked(now, m, srtt);
+        }
+        if all_acked || r.fifo.is_empty() {
+            timers.control = None;
+        }
+    }
+
+    fn after_receiver_input(&mut self, now: Instant) {
+        let DataPart::Receiver(r) = &mut self.data else { return };
+        let events = &mut self.events;
+        let mut delivered = 0;
+        r.control_timer_ms = u16::try_from(self.rtt.base_timeout().as_millis()).unwrap_or(u16::MAX);
+        r.progress(&mut self.stats, |number, data, last| {
+            delivered += 1;
+            events.push_back(Event::BufferReceived { number, data, last });
+        });
+        r.undelivered += delivered;
+        self.check_receiver_done(now);
+    }
+
+    fn check_receiver_done(&mut self, now: Instant) {
+        let DataPart::Receiver(r) = &mut self.data else { return };
+        // RFC 998 §5.3.1: the receiver is done when "(1) it has received DATA
+        // packets with a 'last-buffer' flag set, (2) all its control messages
+        // have been acknowledged, and (3) it has no outstanding buffers with
+        // missing packets." It then sends DONE to cut the sender's dally short.
+        if self.state == State::Open && r.is_done() && !r.finished {
+            r.finished = true;
+            self.pending.done = true;
+            self.stats.completed_at = Some(now);
+            self.events.push_back(Event::Finished);
+            self.close(now, Ok(()));
+        }
+    }
+
+    fn on_control(&mut self, now: Instant, c: &netblt_wire::ControlRepr<'_>) {
+        let DataPart::Sender(s) = &mut self.data else {
+            self.stats.unexpected += 1;
+            return;
+        };
+        let events = &mut self.events;
+        s.on_control(c.iter(), &mut self.stats, |number, storage| {
+            events.push_back(Event::BufferAcked { number, storage });
+        });
+        if self.state == State::Dallying {
+            // A retransmitted OK: the NULL-ACK for the last OK was lost.
+            s.null_ack_pending = true;
+        }
+        if s.all_acked && self.state == State::Open {
+            // RFC 998 §5.3.1: the sender "has received OK messages for all its
+            // buffers. At that point, it 'dallies' for a predetermined period".
+            self.stats.completed_at = Some(now);
+            self.events.push_back(Event::Finished);
+            self.result = Some(Ok(()));
+            self.state = State::Dallying;
+            self.timers.dally = Some(now + self.dally_time());
+        }
+    }
+
+    /// RFC 998 §5.3.1: "The dally timer value MUST be based on the receiver's
+    /// control timer value; it must be long enough to allow the receiver's
+    /// control timer to expire so that the OK message can be re-sent." We
+    /// dally three of the receiver's control timer values (at least 10 ms).
+    fn dally_time(&self) -> Duration {
+        let ms = match &self.data {
+            DataPart::Sender(s) if s.receiver_control_timer_ms > 0 => u64::from(s.receiver_control_timer_ms),
+            _ => self.rtt.base_timeout().as_millis() as u64,
+        };
+        Duration::from_millis((3 * ms).max(10))
+    }
+
+    fn close(&mut self, now: Instant, result: Result<(), ConnectionError>) {
+        if self.state == State::Closed {
+            return;
+        }
+        if let Err(e) = &result {
+            self.events.push_back(Event::Closed(e.clone()));
+        }
+        if self.result.is_none() || result.is_err() {
+            self.result = Some(result);
+        }
+        self.stats.completed_at.get_or_insert(now);
+        self.state = State::Closed;
+        self.timers = Timers::default();
+    }
+
+    // ----- timers ----------------------------------------------------------
+
+    fn keepalive_interval(&self) -> Duration {
+        // RFC 998 §5.2.3: "several KEEPALIVE packets can be lost before the
+        // other end's death timer expires (e.g. death timer value divided by
+        // four)".
+        self.peer_death / 4
+    }
+
+    /// Earliest instant at which `handle_timeout` has work, if any.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.state == State::Closed {
+            return None;
+        }
+        let mut t = [
+            self.timers.open,
+            self.timers.control,
+            self.timers.dally,
+            self.timers.quit,
+            None,
+            None,
+            None,
+        ];
+        if self.state != State::Opening {
+            t[4] = Some(self.last_rx + self.death_timeout());
+            t[5] = Some(self.last_tx + self.keepalive_interval());
+        }
+        t[6] = match &self.data {
+            DataPart::Receiver(r) => r.next_timer(),
+            DataPart::Sender(s) if self.state == State::Open => s.next_data_time(self.last_tx.max(self.last_rx)),
+            _ => None,
+        };
+        t.into_iter().flatten().min()
+    }
+
+    /// Handles every timer due at `now`. Spurious calls do nothing.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.state == State::Closed {
+            return;
+        }
+        if self.timers.open.is_some_and(|t| t <= now) {
+            if self.open_attempts >= self.config.open_attempts {
+                let attempts = self.open_attempts;
+                self.close(now, Err(ConnectionError::OpenTimeout { attempts }));
+                return;
+            }
+            self.pending.open = true;
+            self.timers.open = None;
+        }
+        if self.state != State::Opening && now >= self.last_rx + self.death_timeout() {
+            // RFC 998 §5.2.3: "When a NETBLT's death timer expires, it can
+            // assume the other end has died and can close the connection."
+            let timeout = self.death_timeout();
+            self.close(now, Err(ConnectionError::DeathTimeout { timeout }));
+            return;
+        }
+        if self.timers.dally.is_some_and(|t| t <= now) {
+            let ok = self.state == State::Dallying;
+            self.timers.dally = None;
+            let result = if ok { Ok(()) } else { self.result.clone().unwrap_or(Ok(())) };
+            self.close(now, result);
+            return;
+        }
+        if self.timers.quit.is_some_and(|t| t <= now) {
+            self.rtt.on_timeout();
+            self.timers.quit = Some(now + self.rtt.timeout());
+            self.pending.quit = true;
+        }
+        if self.timers.control.is_some_and(|t| t <= now) {
+            self.timers.control = None;
+            self.rtt.on_timeout();
+            // The RFC retransmits only OPEN, but a lost RESPONSE otherwise
+            // waits for the active end's next OPEN: until the active end shows
+            // it has the RESPONSE, we repeat it with our control packet.
+            if self.side == Side::Passive && !self.peer_confirmed {
+                self.pending.response = true;
+            }
+            if let DataPart::Receiver(r) = &mut self.data {
+                r.fifo.on_timer();
+            }
+        }
+        if let DataPart::Receiver(r) = &mut self.data {
+            if r.next_timer().is_some_and(|t| t <= now) {
+                r.on_timeout(now, &mut self.stats);
+            }
+        }
+        if self.state != State::Opening && now >= self.last_tx + self.keepalive_interval() {
+            self.pending.keepalive = true;
+        }
+    }
+}

@@ -1,0 +1,528 @@
+//! The data receiver's half: receive buffers, data timers and control messages.
+//!
+//! RFC 998 §5.2.2 describes each receive buffer as a finite-state machine:
+//! ACK-WAIT (a GO or RESEND for it is unacknowledged), ACKED (waiting for
+//! data, loose data timer), RECEIVING (data arriving, tight data timer) and
+//! RECEIVED (complete; disposed of once its OK is acknowledged).
+
+use std::collections::VecDeque;
+
+use netblt_wire::{ControlMessage, DataRepr, HEADER_LEN};
+
+use super::fifo::ControlFifo;
+use crate::bitset::BitSet;
+use crate::config::{Config, TransferParams};
+use crate::stats::Stats;
+use crate::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RecvState {
+    AckWait,
+    Acked,
+    Receiving,
+    Received,
+}
+
+#[derive(Debug)]
+struct RecvBuffer {
+    number: u32,
+    state: RecvState,
+    data: Vec<u8>,
+    got: BitSet,
+    /// Packets requested in a RESEND at least once (for the #LOSS count).
+    requested: BitSet,
+    /// Packet count, known once LDATA arrived (or assumed full otherwise).
+    count: Option<u32>,
+    /// Byte length, known once LDATA arrived.
+    len: Option<usize>,
+    /// Some packet carried the last-buffer flag.
+    last: bool,
+    /// Highest control-message sequence number about this buffer; the buffer
+    /// leaves ACK-WAIT when it is acknowledged.
+    awaiting: u64,
+    timer: Option<Instant>,
+    /// Consecutive data timeouts without progress: doubles the margin.
+    backoff: u32,
+    delivered: bool,
+    ok_queued: bool,
+    ok_acked: bool,
+}
+
+impl RecvBuffer {
+    fn expected(&self, full: u32) -> u32 {
+        self.count.unwrap_or(full)
+    }
+
+    fn remaining(&self, full: u32) -> u32 {
+        self.expected(full).saturating_sub(self.got.count() as u32)
+    }
+
+    fn is_complete(&self) -> bool {
+        self.count
+            .is_some_and(|c| self.got.count() as u32 >= c && c > 0)
+    }
+}
+
+/// Average inter-packet arrival time, RFC 1030 §7: "The algorithm maintains
+/// an average inter-packet arrival value, and uses that to determine the data
+/// timer value. If the inter-packet arrival time increases, the data timer
+/// value will lengthen."
+#[derive(Debug, Default)]
+struct GapEstimator {
+    last: Option<Instant>,
+    avg_ns: f64,
+    dev_ns: f64,
+    samples: u64,
+}
+
+impl GapEstimator {
+    fn on_arrival(&mut self, now: Instant) {
+        if let Some(prev) = self.last {
+            let g = now.saturating_duration_since(prev).as_nanos() as f64;
+            if self.samples == 0 {
+                self.avg_ns = g;
+                self.dev_ns = g / 2.0;
+            } else {
+                self.dev_ns += ((g - self.avg_ns).abs() - self.dev_ns) / 8.0;
+                self.avg_ns += (g - self.avg_ns) / 8.0;
+            }
+            self.samples += 1;
+        }
+        self.last = Some(now);
+    }
+}
+
+pub(crate) struct Receiver {
+    params: TransferParams,
+    full: u32,
+    next_go: u32,
+    bufs: VecDeque<RecvBuffer>,
+    last_buffer: Option<u32>,
+    pub(crate) fifo: ControlFifo,
+    gap: GapEstimator,
+    recycled: Vec<Vec<u8>>,
+    min_margin: Duration,
+    max_datagram: usize,
+    receive_queue: usize,
+    confirm_last: bool,
+    /// The last buffer is complete and waits for the application's verdict.
+    pub(crate) awaiting_confirm: bool,
+    /// Completed buffers handed to the application but not yet taken.
+    pub(crate) undelivered: usize,
+    pub(crate) finished: bool,
+    /// The control timer value reported in OK messages (ms), kept current by
+    /// the connection.
+    pub(crate) control_timer_ms: u16,
+}
+
+/// Outcome of a DATA/LDATA packet for the connection's bookkeeping.
+pub(crate) enum DataOutcome {
+    Accepted,
+    Duplicate,
+    Invalid,
+}
+
+impl Receiver {
+    pub(crate) fn new(params: TransferParams, config: &Config) -> Self {
+        Receiver {
+            params,
+            full: params.packets_per_buffer(),
+            next_go: 1,
+            bufs: VecDeque::new(),
+            last_buffer: None,
+            fifo: ControlFifo::new(),
+            gap: GapEstimator::default(),
+            recycled: Vec::new(),
+            min_margin: config.min_data_timer_margin,
+            max_datagram: config.max_datagram.max(HEADER_LEN + 16),
+            receive_queue: config.receive_queue.max(1),
+            confirm_last: config.confirm_last_buffer,
+            awaiting_confirm: false,
+            undelivered: 0,
+            finished: false,
+            control_timer_ms: 0,
+        }
+    }
+
+    pub(crate) fn recycle(&mut self, mut v: Vec<u8>) {
+        if self.recycled.len() < usize::from(self.params.max_buffers) {
+            v.clear();
+            self.recycled.push(v);
+        }
+    }
+
+    pub(crate) fn set_rate(&mut self, burst_size: u16, interval_ms: u16) {
+        self.params.burst_size = burst_size.max(1);
+        self.params.burst_interval_ms = interval_ms.max(1);
+    }
+
+    fn index(&self, number: u32) -> Option<usize> {
+        let front = self.bufs.front()?.number;
+        let i = number.checked_sub(front)? as usize;
+        (i < self.bufs.len()).then_some(i)
+    }
+
+    fn in_flight(&self) -> usize {
+        self.bufs
+            .iter()
+            .filter(|b| b.state != RecvState::Received)
+            .count()
+    }
+
+    /// Issues GOs while flow control allows: at most `max_buffers` buffers in
+    /// transmission, and no more completed-but-untaken buffers than the
+    /// application's receive queue.
+    pub(crate) fn issue_gos(&mut self, stats: &mut Stats) {
+        loop {
+            if self.last_buffer.is_some_and(|l| self.next_go > l) || self.next_go == u32::MAX {
+                return;
+            }
+            let waiting = self
+                .bufs
+                .iter()
+                .filter(|b| b.state == RecvState::Received && !b.delivered)
+                .count()
+                + self.undelivered;
+            if self.in_flight() >= usize::from(self.params.max_buffers)
+                || waiting >= self.receive_queue
+            {
+                return;
+            }
+            let number = self.next_go;
+            self.next_go += 1;
+            let mut data = self.recycled.pop().unwrap_or_default();
+            data.clear();
+            let seq = self.fifo.push(|seq| ControlMessage::Go {
+                seq,
+                buffer: number,
+            });
+            stats.control_messages += 1;
+            self.bufs.push_back(RecvBuffer {
+                number,
+                state: RecvState::AckWait,
+                data,
+                got: BitSet::new(self.full as usize),
+                requested: BitSet::new(self.full as usize),
+                count: None,
+                len: None,
+                last: false,
+                awaiting: seq,
+                timer: None,
+                backoff: 0,
+                delivered: false,
+                ok_queued: false,
+                ok_acked: false,
+            });
+        }
+    }
+
+    fn gap_estimate(&self) -> Duration {
+        let nominal = self.params.burst_interval_ms as f64 * 1e6 / f64::from(self.params.burst_size);
+        Duration::from_nanos(self.gap.avg_ns.max(nominal) as u64)
+    }
+
+    /// The data timer's variance term (RFC 998 §5.2.2 "plus a variance
+    /// factor"): one burst interval plus four mean deviations of the arrival
+    /// gap, doubled for each consecutive timeout of this buffer.
+    fn margin(&self, backoff: u32) -> Duration {
+        let base = Duration::from_millis(u64::from(self.params.burst_interval_ms))
+            + Duration::from_nanos((4.0 * self.gap.dev_ns) as u64);
+        base.max(self.min_margin) * (1u32 << backoff.min(6))
+    }
+
+    /// A data timer: the time to receive `packets` more packets plus margin.
+    fn data_timer(&self, now: Instant, packets: u32, extra: Duration, backoff: u32) -> Instant {
+        now + self.gap_estimate() * packets + extra + self.margin(backoff)
+    }
+
+    /// A control message was acknowledged by the sender.
+    pub(crate) fn on_acked(&mut self, now: Instant, msg: &ControlMessage, srtt: Duration) {
+        let buffer = match *msg {
+            ControlMessage::Go { buffer, .. } | ControlMessage::Resend { buffer, .. } => buffer,
+            ControlMessage::Ok { buffer, .. } => return self.on_ok_acked(buffer),
+        };
+        let Some(i) = self.index(buffer) else { return };
+        let (state, awaiting, backoff) = {
+            let b = &self.bufs[i];
+            (b.state, b.awaiting, b.backoff)
+        };
+        // A later RESEND for the same buffer may still be unacknowledged.
+        if state != RecvState::AckWait || self.fifo.acked() < awaiting {
+            return;
+        }
+        // Loose timer (RFC 998 §5.2.2): it must cover the packets of
+        // lower-numbered buffers still expected, which the sender sends
+        // first, as well as this buffer's own, and the trip across.
+        let ahead: u32 = self
+            .bufs
+            .iter()
+            .take(i + 1)
+            .filter(|b| b.state != RecvState::Received)
+            .map(|b| b.remaining(self.full))
+            .sum();
+        let t = self.data_timer(now, ahead, srtt, backoff);
+        let b = &mut self.bufs[i];
+        b.state = if b.got.count() > 0 {
+            RecvState::Receiving
+        } else {
+            RecvState::Acked
+        };
+        b.timer = Some(t);
+    }
+
+    /// Handles one DATA or LDATA packet whose acknowledgment field has been
+    /// processed already.
+    pub(crate) fn on_data(
+        &mut self,
+        now: Instant,
+        ldata: bool,
+        d: &DataRepr<'_>,
+        stats: &mut Stats,
+    ) -> DataOutcome {
+        let psz = usize::from(self.params.packet_size);
+        let bsz = self.params.buffer_size as usize;
+        let Some(i) = self.index(d.buffer) else {
+            stats.duplicate_data += 1;
+            return if d.buffer < self.next_go {
+                DataOutcome::Duplicate
+            } else {
+                DataOutcome::Invalid
+            };
+        };
+        if self.last_buffer.is_some_and(|l| d.buffer > l) {
+            return DataOutcome::Invalid;
+        }
+        // Shape checks: every DATA packet carries exactly PSZ bytes and is
+        // followed by more; LDATA ends its buffer, at the full size unless the
+        // buffer is the last one.
+        let p = usize::from(d.packet);
+        let offset = p * psz;
+        let end = offset + d.data.len();
+        let shape_ok = if ldata {
+            end <= bsz
+                && d.data.len() <= psz
+                && (d.last_buffer || end == bsz)
+                && (!d.data.is_empty() || (p == 0 && d.last_buffer))
+        } else {
+            d.data.len() == psz && end < bsz
+        };
+        if !shape_ok || p >= self.full as usize {
+            return DataOutcome::Invalid;
+        }
+        {
+            let b = &self.bufs[i];
+            if b.state == RecvState::Received || b.got.get(p) {
+                stats.duplicate_data += 1;
+                return DataOutcome::Duplicate;
+            }
+            if let Some(c) = b.count {
+                if p as u32 >= c || (ldata && p as u32 + 1 != c) {
+                    return DataOutcome::Invalid;
+                }
+            }
+            if b.last != d.last_buffer && b.got.count() > 0 {
+                return DataOutcome::Invalid;
+            }
+        }
+        self.gap.on_arrival(now);
+        let full = self.full;
+        let b = &mut self.bufs[i];
+        if b.data.len() < end {
+            b.data.resize(end, 0);
+        }
+        b.data[offset..end].copy_from_slice(d.data);
+        b.got.insert(p);
+        b.last |= d.last_buffer;
+        b.backoff = 0;
+        if ldata {
+            b.count = Some(p as u32 + 1);
+            b.len = Some(end);
+        } else if !b.last && b.count.is_none() {
+            // Not the last buffer (so far as we know): full size.
+            b.len = Some(bsz);
+        }
+        stats.data_packets_received += 1;
+        if d.last_buffer {
+            self.note_last(d.buffer);
+        }
+        let b = &mut self.bufs[i];
+        if b.state == RecvState::Acked {
+            b.state = RecvState::Receiving;
+        }
+        if b.is_complete() {
+            b.state = RecvState::Received;
+            b.timer = None;
+            if let Some(len) = b.len {
+                b.data.truncate(len);
+            }
+        } else if b.state == RecvState::Receiving {
+            // Tight timer, refreshed on every arrival: it fires only when this
+            // buffer's packets stop arriving for longer than expected.
+            let rem = b.remaining(full);
+            let backoff = b.backoff;
+            let t = self.data_timer(now, rem, Duration::ZERO, backoff);
+            self.bufs[i].timer = Some(t);
+        }
+        // RFC 998 §5.2.2: "The receiving NETBLT also sets the tight data
+        // timers of any buffers numbered lower than A that are also in the
+        // ACKED state", and (RFC 1030 §7) instead of an immediate RESEND for a
+        // lower buffer still missing packets, "a data timer was set with an
+        // updated (and presumably more accurate) value".
+        let tight = now + self.margin(0);
+        for b in self.bufs.iter_mut().take(i) {
+            if matches!(b.state, RecvState::Acked | RecvState::Receiving) {
+                b.timer = Some(b.timer.map_or(tight, |old| old.min(tight)));
+            }
+        }
+        DataOutcome::Accepted
+    }
+
+    fn note_last(&mut self, number: u32) {
+        if self.last_buffer.is_some() {
+            return;
+        }
+        self.last_buffer = Some(number);
+        // Decision Z15: buffers GO'd past the last one will never be filled.
+        while self.bufs.back().is_some_and(|b| b.number > number) {
+            if let Some(b) = self.bufs.pop_back() {
+                self.recycle(b.data);
+            }
+        }
+        // Their GOs stay in the control FIFO: removing an unacknowledged
+        // message would leave a hole in the sequence numbers that the
+        // sender's high-acknowledged-sequence-number could never pass. The
+        // sender ignores GOs past the last buffer.
+        self.next_go = self.next_go.min(number.saturating_add(1));
+    }
+
+    /// Queues OKs for complete buffers, returns buffers ready for the
+    /// application in order, and drops buffers whose OK was acknowledged.
+    pub(crate) fn progress(&mut self, stats: &mut Stats, mut deliver: impl FnMut(u32, Vec<u8>, bool)) {
+        let burst_size = self.params.burst_size;
+        let interval = self.params.burst_interval_ms;
+        // Deliver in order.
+        for b in self.bufs.iter_mut() {
+            if b.delivered {
+                continue;
+            }
+            if b.state != RecvState::Received {
+                break;
+            }
+            b.delivered = true;
+            let data = std::mem::take(&mut b.data);
+            stats.bytes_transferred += data.len() as u64;
+            stats.buffers += 1;
+            let last = self.last_buffer == Some(b.number);
+            if last && self.confirm_last {
+                self.awaiting_confirm = true;
+            }
+            deliver(b.number, data, last);
+        }
+        // Queue OKs for complete buffers (the last one only once confirmed).
+        let mut oks = Vec::new();
+        for b in self.bufs.iter_mut() {
+            if b.state == RecvState::Received && !b.ok_queued {
+                let last = self.last_buffer == Some(b.number);
+                if last && self.confirm_last && (!b.delivered || self.awaiting_confirm) {
+                    continue;
+                }
+                b.ok_queued = true;
+                oks.push(b.number);
+            }
+        }
+        for number in oks {
+            self.push_ok(number, burst_size, interval, stats);
+        }
+    }
+
+    fn push_ok(&mut self, buffer: u32, burst_size: u16, interval: u16, stats: &mut Stats) {
+        let timer_ms = self.control_timer_ms;
+        self.fifo.push(|seq| ControlMessage::Ok {
+            seq,
+            buffer,
+            burst_size,
+            burst_interval_ms: interval,
+            control_timer_ms: timer_ms,
+        });
+        stats.control_messages += 1;
+    }
+
+    /// A buffer's OK was acknowledged: it is disposed of once it and every
+    /// buffer before it are done (the deque stays contiguous, so numbers map
+    /// to indices directly).
+    fn on_ok_acked(&mut self, buffer: u32) {
+        if let Some(i) = self.index(buffer) {
+            self.bufs[i].ok_acked = true;
+        }
+        while self.bufs.front().is_some_and(|b| b.ok_acked && b.delivered) {
+            if let Some(b) = self.bufs.pop_front() {
+                self.recycle(b.data);
+            }
+        }
+    }
+
+    pub(crate) fn is_done(&self) -> bool {
+        self.last_buffer.is_some()
+            && self.bufs.is_empty()
+            && self.fifo.is_empty()
+            && !self.awaiting_confirm
+            && self.undelivered == 0
+    }
+
+    pub(crate) fn next_timer(&self) -> Option<Instant> {
+        self.bufs.iter().filter_map(|b| b.timer).min()
+    }
+
+    /// Expired data timers: RESEND the missing packets (RFC 998 §5.2.2: the
+    /// receiver "assumes a lost LDATA packet and sends a RESEND message
+    /// requesting all missing DATA packets in the buffer").
+    pub(crate) fn on_timeout(&mut self, now: Instant, stats: &mut Stats) {
+        // RESEND lists are split so that each message fits one datagram.
+        let per_msg = ((self.max_datagram - HEADER_LEN - 12) / 2).clamp(1, usize::from(u16::MAX));
+        let full = self.full;
+        let mut resends: Vec<(usize, Vec<u16>)> = Vec::new();
+        for (i, b) in self.bufs.iter_mut().enumerate() {
+            if !b.timer.is_some_and(|t| t <= now) {
+                continue;
+            }
+            b.timer = None;
+            if !matches!(b.state, RecvState::Acked | RecvState::Receiving) {
+                continue;
+            }
+            stats.data_timeouts += 1;
+            // Decision Z14: without LDATA the count is unknown; ask for every
+            // missing number up to a full buffer, and the sender answers
+            // numbers past its real end by resending its LDATA.
+            let limit = b.expected(full) as usize;
+            let missing: Vec<u16> = b.got.clear_below(limit).map(|p| p as u16).collect();
+            for &p in &missing {
+                if b.requested.insert(usize::from(p)) {
+                    stats.data_packets_lost += 1;
+                }
+            }
+            b.backoff = b.backoff.saturating_add(1);
+            if !missing.is_empty() {
+                resends.push((i, missing));
+            }
+        }
+        for (i, missing) in resends {
+            let number = self.bufs[i].number;
+            let mut last_seq = 0;
+            for chunk in missing.chunks(per_msg) {
+                last_seq = self.fifo.push(|seq| ControlMessage::Resend {
+                    seq,
+                    buffer: number,
+                    packets: chunk.to_vec(),
+                });
+                stats.control_messages += 1;
+            }
+            let b = &mut self.bufs[i];
+            b.state = RecvState::AckWait;
+            b.awaiting = last_seq;
+        }
+    }
+
+    pub(crate) fn confirm_last(&mut self) {
+        self.awaiting_confirm = false;
+    }
+}

@@ -1,0 +1,315 @@
+//! The data sender's half: send buffers, control-message intake, pacing.
+//!
+//! RFC 998 §5.2.2: "The state sequence for a sending buffer is simple. When a
+//! GO message for the buffer is received, the buffer is created, filled with
+//! data, and placed in a SENDING state. When an OK for that buffer has been
+//! received, it goes into a SENT state and is disposed of." Here the client
+//! fills buffers ahead of the GO (so data is ready when the GO arrives), and
+//! the GO moves a buffer into SENDING.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use netblt_wire::{ControlMessageRef, DataRepr};
+
+use crate::bitset::BitSet;
+use crate::config::{Config, TransferParams};
+use crate::pacer::Pacer;
+use crate::seq;
+use crate::stats::Stats;
+use crate::time::Instant;
+
+#[derive(Debug)]
+struct SendBuffer {
+    number: u32,
+    data: Vec<u8>,
+    last: bool,
+    count: u32,
+    go: bool,
+    /// Next packet never sent.
+    next_new: u32,
+    /// Packets asked for again.
+    resend: BitSet,
+}
+
+/// Why the application cannot hand over a buffer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PushError {
+    #[error("the connection is not open for sending")]
+    NotSending,
+    #[error("the last buffer was already given")]
+    AfterLast,
+    #[error("buffer of {len} bytes: every buffer but the last must hold exactly {size} bytes")]
+    WrongSize { len: usize, size: u32 },
+    #[error("enough buffers are queued already")]
+    Full,
+    #[error("the transfer needs more than 2^32 - 1 buffers")]
+    TooManyBuffers,
+}
+
+pub(crate) struct Sender {
+    pub(crate) params: TransferParams,
+    bufs: VecDeque<SendBuffer>,
+    next_number: u32,
+    last_given: bool,
+    /// GOs received for buffers the client has not supplied yet.
+    early_gos: BTreeSet<u32>,
+    /// The high-acknowledged-sequence-number (RFC 998 §5.2.1): "the highest
+    /// sequence number below which all other received sequence numbers are
+    /// consecutive".
+    high_ack: u64,
+    /// Sequence numbers received above `high_ack`.
+    above: BTreeSet<u64>,
+    pub(crate) pacer: Pacer,
+    quantum: Option<u16>,
+    /// Limits of this end for rate renegotiation.
+    max_burst_size: u16,
+    min_interval_ms: u16,
+    pub(crate) null_ack_pending: bool,
+    /// Receiver's control timer from the latest OK (ms): sets the dally time.
+    pub(crate) receiver_control_timer_ms: u16,
+    pub(crate) all_acked: bool,
+    bytes_given: u64,
+}
+
+impl Sender {
+    pub(crate) fn new(params: TransferParams, limits: &TransferParams, config: &Config) -> Self {
+        Sender {
+            params,
+            bufs: VecDeque::new(),
+            next_number: 1,
+            last_given: false,
+            early_gos: BTreeSet::new(),
+            high_ack: 0,
+            above: BTreeSet::new(),
+            pacer: Pacer::new(
+                params.burst_size,
+                params.burst_interval_ms,
+                config.pacing_quantum,
+                config.pacing_clock,
+            ),
+            quantum: config.pacing_quantum,
+            max_burst_size: limits.burst_size,
+            min_interval_ms: limits.burst_interval_ms,
+            null_ack_pending: false,
+            receiver_control_timer_ms: 0,
+            all_acked: false,
+            bytes_given: 0,
+        }
+    }
+
+    pub(crate) fn high_ack_wire(&self) -> u16 {
+        seq::truncate(self.high_ack)
+    }
+
+    pub(crate) fn wants_buffer(&self) -> bool {
+        !self.last_given && self.bufs.len() < usize::from(self.params.max_buffers)
+    }
+
+    pub(crate) fn push(&mut self, data: Vec<u8>, last: bool) -> Result<(), PushError> {
+        if self.last_given {
+            return Err(PushError::AfterLast);
+        }
+        let size = self.params.buffer_size;
+        if data.len() > size as usize || (!last && data.len() != size as usize) {
+            return Err(PushError::WrongSize {
+                len: data.len(),
+                size,
+            });
+        }
+        if self.bufs.len() >= usize::from(self.params.max_buffers) {
+            return Err(PushError::Full);
+        }
+        if self.next_number == u32::MAX {
+            return Err(PushError::TooManyBuffers);
+        }
+        let psz = usize::from(self.params.packet_size);
+        let count = data.len().div_ceil(psz).max(1) as u32;
+        let number = self.next_number;
+        self.next_number += 1;
+        self.last_given = last;
+        self.bytes_given += data.len() as u64;
+        let go = self.early_gos.remove(&number);
+        self.bufs.push_back(SendBuffer {
+            number,
+            data,
+            last,
+            count,
+            go,
+            next_new: 0,
+            resend: BitSet::new(count as usize),
+        });
+        Ok(())
+    }
+
+    /// True when a DATA packet could go out now if the pacer allowed.
+    pub(crate) fn has_data(&self) -> bool {
+        self.bufs
+            .iter()
+            .any(|b| b.go && (b.resend.count() > 0 || b.next_new < b.count))
+    }
+
+    /// Is this sequence number new? Records it and advances `high_ack`.
+    fn accept_seq(&mut self, wire: u16) -> bool {
+        let s = seq::expand(wire, self.high_ack + 1);
+        if s <= self.high_ack || s > self.high_ack + (1 << 15) || !self.above.insert(s) {
+            return false;
+        }
+        while self.above.remove(&(self.high_ack + 1)) {
+            self.high_ack += 1;
+        }
+        true
+    }
+
+    /// Handles the messages of one CONTROL packet. `on_ok` receives each
+    /// OK'd buffer's number and storage.
+    pub(crate) fn on_control<'a>(
+        &mut self,
+        msgs: impl Iterator<Item = ControlMessageRef<'a>>,
+        stats: &mut Stats,
+        mut on_ok: impl FnMut(u32, Vec<u8>),
+    ) {
+        let mut saw_ok = false;
+        for m in msgs {
+            if !self.accept_seq(m.seq()) {
+                // RFC 998 §5.2.1: "the sender of data merely throws away any
+                // control messages with sequence numbers lower than its
+                // high-acknowledged-sequence-number" (≤, decision Z7).
+                stats.duplicate_control_messages += 1;
+                continue;
+            }
+            match m {
+                ControlMessageRef::Go { buffer, .. } => self.on_go(buffer),
+                ControlMessageRef::Resend {
+                    buffer, packets, ..
+                } => {
+                    if let Some(b) = self.bufs.iter_mut().find(|b| b.number == buffer) {
+                        b.go = true;
+                        for p in packets.iter() {
+                            // Decision Z14: a number past the buffer's end
+                            // means the receiver lost our LDATA.
+                            let p = u32::from(p).min(b.count - 1);
+                            if p < b.next_new {
+                                b.resend.insert(p as usize);
+                            }
+                        }
+                    }
+                }
+                ControlMessageRef::Ok {
+                    buffer,
+                    burst_size,
+                    burst_interval_ms,
+                    control_timer_ms,
+                    ..
+                } => {
+                    saw_ok = true;
+                    self.receiver_control_timer_ms = control_timer_ms;
+                    self.renegotiate(burst_size, burst_interval_ms);
+                    if let Some(i) = self.bufs.iter().position(|b| b.number == buffer) {
+                        if let Some(b) = self.bufs.remove(i) {
+                            stats.bytes_transferred += b.data.len() as u64;
+                            stats.buffers += 1;
+                            on_ok(b.number, b.data);
+                        }
+                    }
+                }
+            }
+        }
+        self.all_acked = self.last_given && self.bufs.is_empty();
+        // RFC 998 §4: the sender answers OK's offered rate "in a NULL-ACK
+        // packet"; §5.2.1: "If the sending NETBLT is not in a position to send
+        // data, it should send a NULL-ACK packet". (Decision Z13: after any OK,
+        // and whenever no DATA can carry the acknowledgment soon.)
+        if saw_ok || !self.has_data() {
+            self.null_ack_pending = true;
+        }
+    }
+
+    fn on_go(&mut self, buffer: u32) {
+        if let Some(b) = self.bufs.iter_mut().find(|b| b.number == buffer) {
+            b.go = true;
+        } else if buffer >= self.next_number && !self.last_given {
+            if self.early_gos.len() < usize::from(self.params.max_buffers) * 4 {
+                self.early_gos.insert(buffer);
+            }
+        }
+        // Otherwise the buffer was OK'd already, or lies past the last one.
+    }
+
+    /// RFC 998 §4: "The sender compares these values with the values it can
+    /// support. Again, it may then modify any of the parameters, but only by
+    /// making them more restrictive."
+    fn renegotiate(&mut self, burst_size: u16, interval_ms: u16) {
+        let size = burst_size.clamp(1, self.max_burst_size.max(1));
+        let interval = interval_ms.max(self.min_interval_ms).max(1);
+        if size != self.params.burst_size || interval != self.params.burst_interval_ms {
+            self.params.burst_size = size;
+            self.params.burst_interval_ms = interval;
+            self.pacer.set_rate(size, interval, self.quantum);
+        }
+    }
+
+    /// Writes the next DATA/LDATA packet if one is ready and the pacer allows.
+    /// Packets leave "re-ordered by buffer number (lowest number first)" (RFC
+    /// 998 §5.2), a buffer's retransmissions before its new packets.
+    pub(crate) fn emit_data(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        ports: (u16, u16),
+        stats: &mut Stats,
+    ) -> Option<usize> {
+        if self.pacer.next_send_time(now) > now {
+            return None;
+        }
+        let psz = usize::from(self.params.packet_size);
+        let checksum = self.params.checksum_data;
+        let high_ack = seq::truncate(self.high_ack);
+        let total = self.bytes_given;
+        let b = self
+            .bufs
+            .iter_mut()
+            .find(|b| b.go && (b.resend.count() > 0 || b.next_new < b.count))?;
+        let (p, retransmission) = match b.resend.next_set(0) {
+            Some(p) => {
+                b.resend.remove(p);
+                (p as u32, true)
+            }
+            None => {
+                b.next_new += 1;
+                (b.next_new - 1, false)
+            }
+        };
+        let start = (p as usize * psz).min(b.data.len());
+        let end = (start + psz).min(b.data.len());
+        let data = b.data.get(start..end).unwrap_or_default();
+        let repr = DataRepr {
+            buffer: b.number,
+            high_ack,
+            packet: p as u16,
+            last_buffer: b.last,
+            data_checksum: if checksum { netblt_wire::checksum(data) } else { 0 },
+            data,
+        };
+        let ldata = p + 1 == b.count;
+        let finished_new = !retransmission && ldata && b.last;
+        let len = netblt_wire::emit_data(buf, ldata, ports.0, ports.1, &repr).ok()?;
+        self.pacer.on_send(now);
+        if retransmission {
+            stats.data_packets_retransmitted += 1;
+        } else {
+            stats.data_packets_sent += 1;
+            stats.first_data_at.get_or_insert(now);
+            if finished_new {
+                stats.last_new_data_at = Some(now);
+                stats.steady_bytes = total;
+            }
+        }
+        Some(len)
+    }
+
+    /// When the pacer will next allow a packet, if one is waiting.
+    pub(crate) fn next_data_time(&self, now: Instant) -> Option<Instant> {
+        self.has_data().then(|| self.pacer.next_send_time(now))
+    }
+}

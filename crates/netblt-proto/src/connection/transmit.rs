@@ -1,0 +1,131 @@
+//! The transmit path: which datagram goes out next.
+//!
+//! Order: ABORT, OPEN/RESPONSE, QUIT/QUITACK, then the data part (the
+//! receiver's control packet; the sender's NULL-ACK, then paced DATA), then
+//! DONE and KEEPALIVE. One-shot packets are never paced: RFC 998's rate
+//! control governs DATA packets.
+
+use netblt_wire::{NullAckRepr, OpenRepr, Packet, Repr};
+
+use super::{wire_packet_size, Connection, DataPart, State};
+use crate::time::Instant;
+
+fn write(buf: &mut [u8], ports: (u16, u16), repr: Repr<'_>) -> Option<usize> {
+    let p = Packet {
+        local_port: ports.0,
+        foreign_port: ports.1,
+        repr,
+    };
+    match p.emit(buf) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            tracing::warn!(error = %e, need = p.buffer_len(), have = buf.len(), "transmit buffer too small");
+            None
+        }
+    }
+}
+
+impl Connection {
+    /// Writes the next datagram to send into `buf` and returns its length.
+    /// `buf` must be at least [`max_datagram_size`](Connection::max_datagram_size)
+    /// long. Call until it returns `None`.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let n = self.next_datagram(now, buf)?;
+        self.last_tx = now;
+        self.stats.datagrams_sent += 1;
+        self.stats.bytes_sent += n as u64;
+        Some(n)
+    }
+
+    fn open_repr(&self) -> OpenRepr<'_> {
+        OpenRepr {
+            uid: self.uid,
+            buffer_size: self.params.buffer_size,
+            transfer_size: self.transfer_size,
+            data_packet_size: wire_packet_size(self.params.packet_size),
+            burst_size: self.params.burst_size,
+            burst_interval_ms: self.params.burst_interval_ms,
+            death_timer_s: self.config.death_timer_secs(),
+            checksum_data: self.params.checksum_data,
+            mode: self.mode,
+            max_outstanding: self.params.max_buffers,
+            client: &self.client,
+        }
+    }
+
+    fn next_datagram(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let ports = (self.local_port, self.remote_port);
+        if let Some(reason) = self.pending.abort.take() {
+            return write(buf, ports, Repr::Abort { reason: &reason });
+        }
+        if self.state == State::Closed {
+            if std::mem::take(&mut self.pending.done) {
+                return write(buf, ports, Repr::Done);
+            }
+            return None;
+        }
+        if std::mem::take(&mut self.pending.open) {
+            // RFC 998 §5.1: "The active end sets a timer when it sends an OPEN
+            // packet. When the timer expires, another OPEN packet is sent,
+            // until some predetermined maximum number of OPEN packets have
+            // been sent." The interval doubles, up to four times the first.
+            self.open_attempts += 1;
+            self.timers.open = Some(now + self.open_interval);
+            self.open_interval = (self.open_interval * 2).min(self.config.open_retry * 4);
+            return write(buf, ports, Repr::Open(self.open_repr()));
+        }
+        if std::mem::take(&mut self.pending.response) {
+            return write(buf, ports, Repr::Response(self.open_repr()));
+        }
+        if std::mem::take(&mut self.pending.quit) {
+            return write(buf, ports, Repr::Quit { reason: &self.quit_reason });
+        }
+        if std::mem::take(&mut self.pending.quitack) {
+            return write(buf, ports, Repr::QuitAck);
+        }
+        let open = self.state == State::Open;
+        match &mut self.data {
+            DataPart::Receiver(r) => {
+                if open {
+                    r.issue_gos(&mut self.stats);
+                }
+                if let Some(e) = r.fifo.emit(now, buf, ports.0, ports.1) {
+                    self.stats.control_packets_sent += 1;
+                    if e.retransmission {
+                        self.stats.control_retransmissions += 1;
+                    }
+                    if e.complete {
+                        // RFC 998 §5.2.1: "Whenever the receiver sends a
+                        // control packet, it sets a control timer."
+                        self.timers.control = Some(now + self.rtt.timeout());
+                    }
+                    return Some(e.len);
+                }
+            }
+            DataPart::Sender(s) => {
+                if std::mem::take(&mut s.null_ack_pending) {
+                    self.stats.null_acks_sent += 1;
+                    let repr = NullAckRepr {
+                        high_ack: s.high_ack_wire(),
+                        burst_size: s.params.burst_size,
+                        burst_interval_ms: s.params.burst_interval_ms,
+                    };
+                    return write(buf, ports, Repr::NullAck(repr));
+                }
+                if open {
+                    if let Some(n) = s.emit_data(now, buf, ports, &mut self.stats) {
+                        return Some(n);
+                    }
+                }
+            }
+            DataPart::None => {}
+        }
+        if std::mem::take(&mut self.pending.keepalive) && now >= self.last_tx + self.keepalive_interval() {
+            // RFC 998 §5.2.3: "sent repeatedly at fixed intervals when a
+            // NETBLT cannot send other packets".
+            self.stats.keepalives_sent += 1;
+            return write(buf, ports, Repr::Keepalive);
+        }
+        None
+    }
+}

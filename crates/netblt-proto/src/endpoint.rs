@@ -1,0 +1,279 @@
+//! The passive end's demultiplexer.
+//!
+//! RFC 998 §5.1: "The active end specifies a passive client through a
+//! client-specific 'well-known' 16 bit port number on which the passive end
+//! listens. The active end identifies itself through a 32 bit Internet address
+//! and a unique 16 bit port number." An [`Endpoint`] listens on one NETBLT
+//! port and keys connections by (peer address, peer NETBLT port): "there can
+//! only be one connection between any two ports". Over UDP the peer address
+//! includes the UDP port.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+
+use netblt_wire::{Mode, OpenRepr, Packet, Repr};
+
+use crate::config::{Config, ParamError, TransferParams};
+use crate::connection::Connection;
+use crate::time::Instant;
+
+/// Names a connection inside an [`Endpoint`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConnectionHandle(pub usize);
+
+/// An OPEN from a peer with no connection yet: accept or refuse it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incoming {
+    pub remote: SocketAddr,
+    pub remote_port: u16,
+    pub uid: u32,
+    /// The active end's offer (packet size is the data segment, PSZ).
+    pub offer: TransferParams,
+    /// From the active end's view: `Write` means the peer sends data to us.
+    pub mode: Mode,
+    pub transfer_size: u32,
+    pub death_timer_s: u16,
+    pub client: Vec<u8>,
+    data_packet_size: u16,
+}
+
+/// What [`Endpoint::handle`] did with a datagram.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatagramEvent {
+    /// A new OPEN: call [`Endpoint::accept`] or [`Endpoint::refuse`].
+    NewConnection(Incoming),
+    /// Delivered to this connection.
+    Routed(ConnectionHandle),
+}
+
+/// Counters of datagrams the endpoint itself dropped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EndpointStats {
+    pub malformed: u64,
+    pub stray: u64,
+    pub refused: u64,
+    pub rejected_uid: u64,
+}
+
+/// Listens on one NETBLT port and serves many peers at once.
+pub struct Endpoint {
+    config: Config,
+    local_port: u16,
+    conns: Vec<Option<(SocketAddr, Connection)>>,
+    index: HashMap<(SocketAddr, u16), usize>,
+    queued: VecDeque<(SocketAddr, Vec<u8>)>,
+    next_poll: usize,
+    stats: EndpointStats,
+}
+
+impl Endpoint {
+    pub fn new(config: Config, local_port: u16) -> Self {
+        Endpoint {
+            config,
+            local_port,
+            conns: Vec::new(),
+            index: HashMap::new(),
+            queued: VecDeque::new(),
+            next_poll: 0,
+            stats: EndpointStats::default(),
+        }
+    }
+
+    pub fn local_port(&self) -> u16 {
+        self.local_port
+    }
+
+    pub fn stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Handles one datagram from `remote`. Never panics; junk is counted.
+    pub fn handle(&mut self, now: Instant, remote: SocketAddr, datagram: &[u8]) -> Option<DatagramEvent> {
+        let packet = match Packet::parse(datagram) {
+            Ok(p) => p,
+            Err(_) => {
+                self.stats.malformed += 1;
+                return None;
+            }
+        };
+        if packet.foreign_port != self.local_port {
+            self.stats.stray += 1;
+            return None;
+        }
+        let key = (remote, packet.local_port);
+        if let Some(&i) = self.index.get(&key) {
+            if let Some(Some((_, conn))) = self.conns.get_mut(i) {
+                let reopen = matches!(&packet.repr, Repr::Open(o) if o.uid != conn.uid());
+                if !reopen {
+                    conn.handle_packet(now, &packet);
+                    return Some(DatagramEvent::Routed(ConnectionHandle(i)));
+                }
+                if !conn.is_closed() {
+                    // RFC 998 §5.1: a non-matching unique ID "is rejected by
+                    // sending an ABORT message" (decision Z20: the existing
+                    // connection carries on).
+                    self.stats.rejected_uid += 1;
+                    self.queue(remote, packet.local_port, Repr::Abort {
+                        reason: b"connection already open on this port pair",
+                    });
+                    return None;
+                }
+                // The old connection is over: a fresh OPEN starts anew.
+            }
+        }
+        match packet.repr {
+            Repr::Open(o) => Some(DatagramEvent::NewConnection(Incoming {
+                remote,
+                remote_port: packet.local_port,
+                uid: o.uid,
+                offer: TransferParams {
+                    packet_size: o.data_packet_size.saturating_sub(netblt_wire::DATA_HEADER_LEN as u16),
+                    buffer_size: o.buffer_size,
+                    burst_size: o.burst_size,
+                    burst_interval_ms: o.burst_interval_ms,
+                    max_buffers: o.max_outstanding,
+                    checksum_data: o.checksum_data,
+                },
+                mode: o.mode,
+                transfer_size: o.transfer_size,
+                death_timer_s: o.death_timer_s,
+                client: o.client.to_vec(),
+                data_packet_size: o.data_packet_size,
+            })),
+            _ => {
+                self.stats.stray += 1;
+                None
+            }
+        }
+    }
+
+    fn queue(&mut self, remote: SocketAddr, remote_port: u16, repr: Repr<'_>) {
+        let p = Packet {
+            local_port: self.local_port,
+            foreign_port: remote_port,
+            repr,
+        };
+        let mut buf = vec![0; p.buffer_len()];
+        if let Ok(n) = p.emit(&mut buf) {
+            buf.truncate(n);
+            self.queued.push_back((remote, buf));
+        }
+    }
+
+    /// Accepts an incoming OPEN with `config` (or the endpoint's) and our
+    /// client string; the RESPONSE goes out on the next `poll_transmit`.
+    pub fn accept(
+        &mut self,
+        incoming: Incoming,
+        config: Option<Config>,
+        client: Vec<u8>,
+        now: Instant,
+    ) -> Result<ConnectionHandle, ParamError> {
+        let open = OpenRepr {
+            uid: incoming.uid,
+            buffer_size: incoming.offer.buffer_size,
+            transfer_size: incoming.transfer_size,
+            data_packet_size: incoming.data_packet_size,
+            burst_size: incoming.offer.burst_size,
+            burst_interval_ms: incoming.offer.burst_interval_ms,
+            death_timer_s: incoming.death_timer_s,
+            checksum_data: incoming.offer.checksum_data,
+            mode: incoming.mode,
+            max_outstanding: incoming.offer.max_buffers,
+            client: &incoming.client,
+        };
+        let config = config.unwrap_or_else(|| self.config.clone());
+        let conn = Connection::accept(config, &open, self.local_port, incoming.remote_port, client, now)?;
+        let key = (incoming.remote, incoming.remote_port);
+        let slot = match self.index.get(&key) {
+            Some(&i) => i,
+            None => match self.conns.iter().position(Option::is_none) {
+                Some(i) => i,
+                None => {
+                    self.conns.push(None);
+                    self.conns.len() - 1
+                }
+            },
+        };
+        self.conns[slot] = Some((incoming.remote, conn));
+        self.index.insert(key, slot);
+        Ok(ConnectionHandle(slot))
+    }
+
+    /// Refuses an incoming OPEN with a reason (RFC 998: REFUSED "with a
+    /// 'reason for refusal' field").
+    pub fn refuse(&mut self, incoming: &Incoming, reason: &str) {
+        self.stats.refused += 1;
+        let reason: Vec<u8> = reason.bytes().filter(|&b| b != 0).collect();
+        self.queue(incoming.remote, incoming.remote_port, Repr::Refused { reason: &reason });
+    }
+
+    pub fn connection(&self, h: ConnectionHandle) -> Option<&Connection> {
+        self.conns.get(h.0)?.as_ref().map(|(_, c)| c)
+    }
+
+    pub fn connection_mut(&mut self, h: ConnectionHandle) -> Option<&mut Connection> {
+        self.conns.get_mut(h.0)?.as_mut().map(|(_, c)| c)
+    }
+
+    pub fn remote(&self, h: ConnectionHandle) -> Option<SocketAddr> {
+        self.conns.get(h.0)?.as_ref().map(|(a, _)| *a)
+    }
+
+    pub fn handles(&self) -> Vec<ConnectionHandle> {
+        (0..self.conns.len())
+            .filter(|&i| self.conns[i].is_some())
+            .map(ConnectionHandle)
+            .collect()
+    }
+
+    /// Forgets a connection (after its final events were read).
+    pub fn remove(&mut self, h: ConnectionHandle) -> Option<Connection> {
+        let (remote, conn) = self.conns.get_mut(h.0)?.take()?;
+        self.index.remove(&(remote, conn.remote_port()));
+        Some(conn)
+    }
+
+    /// Next datagram to send and its destination: endpoint replies first,
+    /// then the connections in turn, so one busy transfer cannot starve the
+    /// others.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(SocketAddr, usize)> {
+        if let Some((to, bytes)) = self.queued.pop_front() {
+            let n = bytes.len().min(buf.len());
+            buf[..n].copy_from_slice(&bytes[..n]);
+            return Some((to, n));
+        }
+        let n = self.conns.len();
+        for k in 0..n {
+            let i = (self.next_poll + k) % n;
+            if let Some((to, conn)) = self.conns[i].as_mut() {
+                if let Some(len) = conn.poll_transmit(now, buf) {
+                    self.next_poll = (i + 1) % n;
+                    return Some((*to, len));
+                }
+            }
+        }
+        None
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.conns
+            .iter()
+            .flatten()
+            .filter_map(|(_, c)| c.poll_timeout())
+            .min()
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for (_, c) in self.conns.iter_mut().flatten() {
+            if c.poll_timeout().is_some_and(|t| t <= now) {
+                c.handle_timeout(now);
+            }
+        }
+    }
+}

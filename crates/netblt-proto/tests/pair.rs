@@ -1,0 +1,238 @@
+//! A two-connection harness with explicit time, after quinn-proto's
+//! `tests/util.rs` `Pair`: datagrams travel over a fixed-latency channel
+//! that can drop, duplicate, corrupt and delay (reorder) them with a seeded
+//! RNG. The clock jumps to the next event; nothing sleeps.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::BinaryHeap;
+use std::cmp::Reverse;
+
+use netblt_proto::{Config, Connection, Duration, Event, Instant, Mode};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Impair {
+    pub loss: f64,
+    pub duplicate: f64,
+    pub corrupt: f64,
+    pub reorder: f64,
+}
+
+pub struct Pair {
+    pub now: Instant,
+    pub a: Connection,
+    pub b: Option<Connection>,
+    pub b_config: Config,
+    pub latency: Duration,
+    pub impair_ab: Impair,
+    pub impair_ba: Impair,
+    rng: ChaCha8Rng,
+    /// (arrival, seq, to_b, bytes)
+    wire: BinaryHeap<Reverse<(Instant, u64, bool, Vec<u8>)>>,
+    seq: u64,
+    pub sent_data: Vec<u8>,
+    pub received: Vec<u8>,
+    pub events_a: Vec<String>,
+    pub events_b: Vec<String>,
+    to_send: Vec<u8>,
+    send_off: usize,
+    pub steps: u64,
+}
+
+pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..len).map(|_| rng.random()).collect()
+}
+
+impl Pair {
+    /// A sends `data` to B (WRITE mode, A active).
+    pub fn write(config_a: Config, config_b: Config, data: Vec<u8>, seed: u64) -> Pair {
+        let a = Connection::connect(config_a, Mode::Write, 0x1234_5678, 5000, 7000, Some(data.len() as u64), b"hello".to_vec(), Instant::ZERO).unwrap();
+        Pair::new(a, config_b, data, seed)
+    }
+
+    /// A reads `data` from B (READ mode, A active, B sends).
+    pub fn read(config_a: Config, config_b: Config, data: Vec<u8>, seed: u64) -> Pair {
+        let a = Connection::connect(config_a, Mode::Read, 0x1234_5678, 5000, 7000, None, b"get".to_vec(), Instant::ZERO).unwrap();
+        Pair::new(a, config_b, data, seed)
+    }
+
+    fn new(a: Connection, b_config: Config, data: Vec<u8>, seed: u64) -> Pair {
+        Pair {
+            now: Instant::ZERO,
+            a,
+            b: None,
+            b_config,
+            latency: Duration::from_millis(5),
+            impair_ab: Impair::default(),
+            impair_ba: Impair::default(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            wire: BinaryHeap::new(),
+            seq: 0,
+            sent_data: data.clone(),
+            received: Vec::new(),
+            events_a: Vec::new(),
+            events_b: Vec::new(),
+            to_send: data,
+            send_off: 0,
+            steps: 0,
+        }
+    }
+
+    fn sender_mut(&mut self) -> Option<&mut Connection> {
+        match self.a.mode() {
+            Mode::Write => Some(&mut self.a),
+            Mode::Read => self.b.as_mut(),
+        }
+    }
+
+    fn send(&mut self, to_b: bool, mut bytes: Vec<u8>) {
+        let imp = if to_b { self.impair_ab } else { self.impair_ba };
+        if self.rng.random_bool(imp.loss) {
+            return;
+        }
+        if self.rng.random_bool(imp.corrupt) && !bytes.is_empty() {
+            let bit = self.rng.random_range(0..bytes.len() * 8);
+            bytes[bit / 8] ^= 1 << (bit % 8);
+        }
+        let mut at = self.now + self.latency;
+        if self.rng.random_bool(imp.reorder) {
+            at += self.latency * 3;
+        }
+        let copies = if self.rng.random_bool(imp.duplicate) { 2 } else { 1 };
+        for _ in 0..copies {
+            self.seq += 1;
+            self.wire.push(Reverse((at, self.seq, to_b, bytes.clone())));
+        }
+    }
+
+    /// Drives until both ends are closed or `limit` steps pass.
+    pub fn drive(&mut self, limit: u64) -> bool {
+        let mut buf = vec![0u8; 70_000];
+        while self.steps < limit {
+            self.steps += 1;
+            self.app();
+            // Transmit everything now due.
+            while let Some(n) = self.a.poll_transmit(self.now, &mut buf) {
+                let d = buf[..n].to_vec();
+                self.send(true, d);
+            }
+            if let Some(b) = self.b.as_mut() {
+                let mut out = Vec::new();
+                while let Some(n) = b.poll_transmit(self.now, &mut buf) {
+                    out.push(buf[..n].to_vec());
+                }
+                for d in out {
+                    self.send(false, d);
+                }
+            }
+            let a_done = self.a.is_closed();
+            let b_done = self.b.as_ref().is_some_and(|b| b.is_closed());
+            if a_done && b_done && self.wire.is_empty() {
+                return true;
+            }
+            // Next event.
+            let t_wire = self.wire.peek().map(|Reverse((t, ..))| *t);
+            let t_a = self.a.poll_timeout();
+            let t_b = self.b.as_ref().and_then(|b| b.poll_timeout());
+            let Some(next) = [t_wire, t_a, t_b].into_iter().flatten().min() else {
+                return a_done && b_done;
+            };
+            self.now = self.now.max(next);
+            while self.wire.peek().is_some_and(|Reverse((t, ..))| *t <= self.now) {
+                let Some(Reverse((_, _, to_b, bytes))) = self.wire.pop() else { break };
+                if to_b {
+                    self.deliver_to_b(&bytes);
+                } else {
+                    self.a.handle_datagram(self.now, &bytes);
+                }
+            }
+            if self.a.poll_timeout().is_some_and(|t| t <= self.now) {
+                self.a.handle_timeout(self.now);
+            }
+            if let Some(b) = self.b.as_mut() {
+                if b.poll_timeout().is_some_and(|t| t <= self.now) {
+                    b.handle_timeout(self.now);
+                }
+            }
+        }
+        false
+    }
+
+    fn deliver_to_b(&mut self, bytes: &[u8]) {
+        if let Some(b) = self.b.as_mut() {
+            b.handle_datagram(self.now, bytes);
+            return;
+        }
+        // No connection yet: only an OPEN creates one.
+        if let Ok(p) = netblt_wire::Packet::parse(bytes) {
+            if let netblt_wire::Repr::Open(o) = p.repr {
+                if let Ok(c) = Connection::accept(self.b_config.clone(), &o, 7000, p.local_port, b"srv".to_vec(), self.now) {
+                    self.b = Some(c);
+                }
+            }
+        }
+    }
+
+    fn app(&mut self) {
+        // Events.
+        while let Some(e) = self.a.poll_event() {
+            self.on_event(true, e);
+        }
+        if self.b.is_some() {
+            while let Some(e) = self.b.as_mut().and_then(|b| b.poll_event()) {
+                self.on_event(false, e);
+            }
+        }
+        // Feed the sender.
+        let len = self.to_send.len();
+        loop {
+            let off = self.send_off;
+            if off > len {
+                break;
+            }
+            let data = std::mem::take(&mut self.to_send);
+            let pushed = {
+                let Some(s) = self.sender_mut() else { self.to_send = data; break };
+                if !s.wants_buffer() {
+                    None
+                } else {
+                    let bsz = s.params().buffer_size as usize;
+                    let end = (off + bsz).min(len);
+                    let last = end == len;
+                    s.push_buffer(data[off..end].to_vec(), last).unwrap();
+                    Some(if last { len + 1 } else { end })
+                }
+            };
+            self.to_send = data;
+            match pushed {
+                Some(n) => self.send_off = n,
+                None => break,
+            }
+        }
+    }
+
+    fn on_event(&mut self, at_a: bool, e: Event) {
+        let log = format!("{:?}", short(&e));
+        if let Event::BufferReceived { data, .. } = &e {
+            self.received.extend_from_slice(data);
+        }
+        if at_a {
+            self.events_a.push(log);
+        } else {
+            self.events_b.push(log);
+        }
+    }
+}
+
+fn short(e: &Event) -> String {
+    match e {
+        Event::BufferReceived { number, data, last } => format!("Received({number}, {} bytes, last={last})", data.len()),
+        Event::BufferAcked { number, .. } => format!("Acked({number})"),
+        Event::Connected { params, .. } => format!("Connected(psz={}, bsz={})", params.packet_size, params.buffer_size),
+        other => format!("{other:?}"),
+    }
+}
+
