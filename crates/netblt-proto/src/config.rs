@@ -156,7 +156,9 @@ impl TransferParams {
             let size = packets_per_ms.round().clamp(1.0, f64::from(u16::MAX));
             (size as u16, 1)
         } else if packets_per_ms > 0.0 {
-            let interval = (1.0 / packets_per_ms).round().clamp(1.0, f64::from(u16::MAX));
+            let interval = (1.0 / packets_per_ms)
+                .round()
+                .clamp(1.0, f64::from(u16::MAX));
             (1, interval as u16)
         } else {
             (1, u16::MAX)

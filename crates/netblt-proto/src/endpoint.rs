@@ -93,7 +93,12 @@ impl Endpoint {
     }
 
     /// Handles one datagram from `remote`. Never panics; junk is counted.
-    pub fn handle(&mut self, now: Instant, remote: SocketAddr, datagram: &[u8]) -> Option<DatagramEvent> {
+    pub fn handle(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        datagram: &[u8],
+    ) -> Option<DatagramEvent> {
         let packet = match Packet::parse(datagram) {
             Ok(p) => p,
             Err(_) => {
@@ -118,9 +123,13 @@ impl Endpoint {
                     // sending an ABORT message" (decision Z20: the existing
                     // connection carries on).
                     self.stats.rejected_uid += 1;
-                    self.queue(remote, packet.local_port, Repr::Abort {
-                        reason: b"connection already open on this port pair",
-                    });
+                    self.queue(
+                        remote,
+                        packet.local_port,
+                        Repr::Abort {
+                            reason: b"connection already open on this port pair",
+                        },
+                    );
                     return None;
                 }
                 // The old connection is over: a fresh OPEN starts anew.
@@ -132,7 +141,9 @@ impl Endpoint {
                 remote_port: packet.local_port,
                 uid: o.uid,
                 offer: TransferParams {
-                    packet_size: o.data_packet_size.saturating_sub(netblt_wire::DATA_HEADER_LEN as u16),
+                    packet_size: o
+                        .data_packet_size
+                        .saturating_sub(netblt_wire::DATA_HEADER_LEN as u16),
                     buffer_size: o.buffer_size,
                     burst_size: o.burst_size,
                     burst_interval_ms: o.burst_interval_ms,
@@ -188,7 +199,14 @@ impl Endpoint {
             client: &incoming.client,
         };
         let config = config.unwrap_or_else(|| self.config.clone());
-        let conn = Connection::accept(config, &open, self.local_port, incoming.remote_port, client, now)?;
+        let conn = Connection::accept(
+            config,
+            &open,
+            self.local_port,
+            incoming.remote_port,
+            client,
+            now,
+        )?;
         let key = (incoming.remote, incoming.remote_port);
         let slot = match self.index.get(&key) {
             Some(&i) => i,
@@ -210,7 +228,11 @@ impl Endpoint {
     pub fn refuse(&mut self, incoming: &Incoming, reason: &str) {
         self.stats.refused += 1;
         let reason: Vec<u8> = reason.bytes().filter(|&b| b != 0).collect();
-        self.queue(incoming.remote, incoming.remote_port, Repr::Refused { reason: &reason });
+        self.queue(
+            incoming.remote,
+            incoming.remote_port,
+            Repr::Refused { reason: &reason },
+        );
     }
 
     pub fn connection(&self, h: ConnectionHandle) -> Option<&Connection> {

@@ -116,7 +116,10 @@ mod tests {
         assert_eq!(t + Duration::from_millis(1), Instant::from_micros(6_000));
         assert_eq!(t - Duration::from_secs(1), Instant::ZERO);
         assert_eq!(Instant::ZERO - t, Duration::ZERO);
-        assert_eq!(Instant::FAR_FUTURE + Duration::from_secs(1), Instant::FAR_FUTURE);
+        assert_eq!(
+            Instant::FAR_FUTURE + Duration::from_secs(1),
+            Instant::FAR_FUTURE
+        );
         assert_eq!(t - Instant::from_millis(2), Duration::from_millis(3));
     }
 }

@@ -21,10 +21,20 @@ fn config(psz: u16, bsz: u32, buffers: u16) -> Config {
 }
 
 fn run_write(len: usize, psz: u16, bsz: u32, buffers: u16, seed: u64, imp: Impair) -> Pair {
-    let mut p = Pair::write(config(psz, bsz, buffers), config(psz, bsz, buffers), pattern(len, seed), seed);
+    let mut p = Pair::write(
+        config(psz, bsz, buffers),
+        config(psz, bsz, buffers),
+        pattern(len, seed),
+        seed,
+    );
     p.impair_ab = imp;
     p.impair_ba = imp;
-    assert!(p.drive(2_000_000), "transfer did not finish: {:?} {:?}", p.events_a, p.events_b);
+    assert!(
+        p.drive(2_000_000),
+        "transfer did not finish: {:?} {:?}",
+        p.events_a,
+        p.events_b
+    );
     p
 }
 
@@ -63,7 +73,12 @@ fn boundary_sizes() {
 #[test]
 fn read_mode_passive_end_sends() {
     let data = pattern(55_555, 9);
-    let mut p = Pair::read(config(1000, 10_000, 3), config(1000, 10_000, 3), data.clone(), 9);
+    let mut p = Pair::read(
+        config(1000, 10_000, 3),
+        config(1000, 10_000, 3),
+        data.clone(),
+        9,
+    );
     assert!(p.drive(2_000_000));
     assert!(p.received == data);
 }
@@ -77,15 +92,34 @@ fn passive_end_restricts_parameters() {
     assert!(p.drive(2_000_000));
     assert!(p.received == data);
     let params = *p.a.params();
-    assert_eq!((params.packet_size, params.buffer_size, params.max_buffers, params.burst_interval_ms), (500, 4_000, 2, 7));
+    assert_eq!(
+        (
+            params.packet_size,
+            params.buffer_size,
+            params.max_buffers,
+            params.burst_interval_ms
+        ),
+        (500, 4_000, 2, 7)
+    );
 }
 
 #[test]
 fn recovers_from_loss_both_ways() {
     for seed in 0..40 {
-        let imp = Impair { loss: 0.2, duplicate: 0.05, corrupt: 0.05, reorder: 0.1 };
+        let imp = Impair {
+            loss: 0.2,
+            duplicate: 0.05,
+            corrupt: 0.05,
+            reorder: 0.1,
+        };
         let p = run_write(50_000, 1000, 10_000, 3, seed, imp);
-        assert_eq!(p.a.result(), Some(&Ok(())), "seed {seed}: {:?} / {:?}", p.events_a, p.events_b);
+        assert_eq!(
+            p.a.result(),
+            Some(&Ok(())),
+            "seed {seed}: {:?} / {:?}",
+            p.events_a,
+            p.events_b
+        );
         assert!(p.received == p.sent_data, "seed {seed}");
     }
 }
@@ -94,20 +128,44 @@ fn recovers_from_loss_both_ways() {
 fn death_timer_when_receiver_vanishes() {
     let data = pattern(100_000, 4);
     let mut p = Pair::write(config(1000, 10_000, 2), config(1000, 10_000, 2), data, 4);
-    p.impair_ba = Impair { loss: 1.0, ..Impair::default() };
+    p.impair_ba = Impair {
+        loss: 1.0,
+        ..Impair::default()
+    };
     p.drive(2_000_000);
     match p.a.result() {
         Some(Err(ConnectionError::OpenTimeout { .. })) => {}
         other => panic!("{other:?}"),
     }
     // Now a receiver that dies after the connection opened.
-    let mut p = Pair::write(config(1000, 10_000, 2), config(1000, 10_000, 2), pattern(100_000, 5), 5);
+    let mut p = Pair::write(
+        config(1000, 10_000, 2),
+        config(1000, 10_000, 2),
+        pattern(100_000, 5),
+        5,
+    );
     assert!(!p.drive(40), "should not finish in 40 steps");
-    p.impair_ba = Impair { loss: 1.0, ..Impair::default() };
-    p.impair_ab = Impair { loss: 1.0, ..Impair::default() };
+    p.impair_ba = Impair {
+        loss: 1.0,
+        ..Impair::default()
+    };
+    p.impair_ab = Impair {
+        loss: 1.0,
+        ..Impair::default()
+    };
     p.drive(2_000_000);
-    assert!(matches!(p.a.result(), Some(Err(ConnectionError::DeathTimeout { .. }))), "{:?}", p.a.result());
-    assert!(matches!(p.b.as_ref().unwrap().result(), Some(Err(ConnectionError::DeathTimeout { .. }))));
+    assert!(
+        matches!(
+            p.a.result(),
+            Some(Err(ConnectionError::DeathTimeout { .. }))
+        ),
+        "{:?}",
+        p.a.result()
+    );
+    assert!(matches!(
+        p.b.as_ref().unwrap().result(),
+        Some(Err(ConnectionError::DeathTimeout { .. }))
+    ));
     assert!(p.events_a.iter().any(|e| e.contains("DeathTimeout")));
     let _ = Event::Finished;
 }

@@ -5,8 +5,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::collections::BinaryHeap;
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use netblt_proto::{Config, Connection, Duration, Event, Instant, Mode};
 use rand::{Rng, SeedableRng};
@@ -20,6 +20,9 @@ pub struct Impair {
     pub reorder: f64,
 }
 
+/// (arrival, tie-breaking sequence, to B?, bytes)
+type InFlight = (Instant, u64, bool, Vec<u8>);
+
 pub struct Pair {
     pub now: Instant,
     pub a: Connection,
@@ -29,8 +32,7 @@ pub struct Pair {
     pub impair_ab: Impair,
     pub impair_ba: Impair,
     rng: ChaCha8Rng,
-    /// (arrival, seq, to_b, bytes)
-    wire: BinaryHeap<Reverse<(Instant, u64, bool, Vec<u8>)>>,
+    wire: BinaryHeap<Reverse<InFlight>>,
     seq: u64,
     pub sent_data: Vec<u8>,
     pub received: Vec<u8>,
@@ -49,13 +51,33 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
 impl Pair {
     /// A sends `data` to B (WRITE mode, A active).
     pub fn write(config_a: Config, config_b: Config, data: Vec<u8>, seed: u64) -> Pair {
-        let a = Connection::connect(config_a, Mode::Write, 0x1234_5678, 5000, 7000, Some(data.len() as u64), b"hello".to_vec(), Instant::ZERO).unwrap();
+        let a = Connection::connect(
+            config_a,
+            Mode::Write,
+            0x1234_5678,
+            5000,
+            7000,
+            Some(data.len() as u64),
+            b"hello".to_vec(),
+            Instant::ZERO,
+        )
+        .unwrap();
         Pair::new(a, config_b, data, seed)
     }
 
     /// A reads `data` from B (READ mode, A active, B sends).
     pub fn read(config_a: Config, config_b: Config, data: Vec<u8>, seed: u64) -> Pair {
-        let a = Connection::connect(config_a, Mode::Read, 0x1234_5678, 5000, 7000, None, b"get".to_vec(), Instant::ZERO).unwrap();
+        let a = Connection::connect(
+            config_a,
+            Mode::Read,
+            0x1234_5678,
+            5000,
+            7000,
+            None,
+            b"get".to_vec(),
+            Instant::ZERO,
+        )
+        .unwrap();
         Pair::new(a, config_b, data, seed)
     }
 
@@ -101,7 +123,11 @@ impl Pair {
         if self.rng.random_bool(imp.reorder) {
             at += self.latency * 3;
         }
-        let copies = if self.rng.random_bool(imp.duplicate) { 2 } else { 1 };
+        let copies = if self.rng.random_bool(imp.duplicate) {
+            2
+        } else {
+            1
+        };
         for _ in 0..copies {
             self.seq += 1;
             self.wire.push(Reverse((at, self.seq, to_b, bytes.clone())));
@@ -141,8 +167,14 @@ impl Pair {
                 return a_done && b_done;
             };
             self.now = self.now.max(next);
-            while self.wire.peek().is_some_and(|Reverse((t, ..))| *t <= self.now) {
-                let Some(Reverse((_, _, to_b, bytes))) = self.wire.pop() else { break };
+            while self
+                .wire
+                .peek()
+                .is_some_and(|Reverse((t, ..))| *t <= self.now)
+            {
+                let Some(Reverse((_, _, to_b, bytes))) = self.wire.pop() else {
+                    break;
+                };
                 if to_b {
                     self.deliver_to_b(&bytes);
                 } else {
@@ -169,7 +201,14 @@ impl Pair {
         // No connection yet: only an OPEN creates one.
         if let Ok(p) = netblt_wire::Packet::parse(bytes) {
             if let netblt_wire::Repr::Open(o) = p.repr {
-                if let Ok(c) = Connection::accept(self.b_config.clone(), &o, 7000, p.local_port, b"srv".to_vec(), self.now) {
+                if let Ok(c) = Connection::accept(
+                    self.b_config.clone(),
+                    &o,
+                    7000,
+                    p.local_port,
+                    b"srv".to_vec(),
+                    self.now,
+                ) {
                     self.b = Some(c);
                 }
             }
@@ -195,7 +234,10 @@ impl Pair {
             }
             let data = std::mem::take(&mut self.to_send);
             let pushed = {
-                let Some(s) = self.sender_mut() else { self.to_send = data; break };
+                let Some(s) = self.sender_mut() else {
+                    self.to_send = data;
+                    break;
+                };
                 if !s.wants_buffer() {
                     None
                 } else {
@@ -229,10 +271,14 @@ impl Pair {
 
 fn short(e: &Event) -> String {
     match e {
-        Event::BufferReceived { number, data, last } => format!("Received({number}, {} bytes, last={last})", data.len()),
+        Event::BufferReceived { number, data, last } => {
+            format!("Received({number}, {} bytes, last={last})", data.len())
+        }
         Event::BufferAcked { number, .. } => format!("Acked({number})"),
-        Event::Connected { params, .. } => format!("Connected(psz={}, bsz={})", params.packet_size, params.buffer_size),
+        Event::Connected { params, .. } => format!(
+            "Connected(psz={}, bsz={})",
+            params.packet_size, params.buffer_size
+        ),
         other => format!("{other:?}"),
     }
 }
-

@@ -84,6 +84,15 @@ impl ControlFifo {
         self.msgs.is_empty()
     }
 
+    /// Nothing but OKs, and GOs for buffers past `last`, is unacknowledged.
+    pub(crate) fn only_oks_or_gos_after(&self, last: u32) -> bool {
+        self.msgs.iter().all(|(_, m)| match m {
+            ControlMessage::Ok { .. } => true,
+            ControlMessage::Go { buffer, .. } => *buffer > last,
+            ControlMessage::Resend { .. } => false,
+        })
+    }
+
     pub(crate) fn acked(&self) -> u64 {
         self.acked
     }
@@ -165,7 +174,10 @@ impl ControlFifo {
             // A single message larger than the datagram: cannot happen with
             // RESEND lists split to fit, but never spin on it.
             if let Some((_, m)) = self.msgs.get(self.cursor) {
-                tracing::warn!(len = m.buffer_len() + HEADER_LEN, "control message too large");
+                tracing::warn!(
+                    len = m.buffer_len() + HEADER_LEN,
+                    "control message too large"
+                );
             }
             self.cursor = 0;
             self.dirty = false;

@@ -34,8 +34,8 @@ use crate::rtt::RttEstimator;
 use crate::stats::Stats;
 use crate::time::{Duration, Instant};
 use receiver::{DataOutcome, Receiver};
-use sender::Sender;
 pub use sender::PushError;
+use sender::Sender;
 
 /// Which end opened the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,7 +183,16 @@ impl Connection {
             Mode::Write => Role::DataSender,
             Mode::Read => Role::DataReceiver,
         };
-        let mut c = Connection::new(config, Side::Active, mode, role, uid, local_port, remote_port, now);
+        let mut c = Connection::new(
+            config,
+            Side::Active,
+            mode,
+            role,
+            uid,
+            local_port,
+            remote_port,
+            now,
+        );
         c.params = c.config.params;
         c.transfer_size = transfer_size
             .and_then(|s| u32::try_from(s).ok())
@@ -216,7 +225,16 @@ impl Connection {
             Mode::Write => Role::DataReceiver,
             Mode::Read => Role::DataSender,
         };
-        let mut c = Connection::new(config, Side::Passive, open.mode, role, open.uid, local_port, remote_port, now);
+        let mut c = Connection::new(
+            config,
+            Side::Passive,
+            open.mode,
+            role,
+            open.uid,
+            local_port,
+            remote_port,
+            now,
+        );
         c.params = params;
         c.transfer_size = open.transfer_size;
         c.client = client;
@@ -285,7 +303,9 @@ impl Connection {
                 &self.config.params,
                 &self.config,
             ))),
-            Role::DataReceiver => DataPart::Receiver(Box::new(Receiver::new(self.params, &self.config))),
+            Role::DataReceiver => {
+                DataPart::Receiver(Box::new(Receiver::new(self.params, &self.config)))
+            }
         };
         self.events.push_back(Event::Connected {
             params: self.params,
@@ -400,11 +420,16 @@ impl Connection {
         if matches!(self.state, State::Closed | State::Quitting) {
             return;
         }
-        self.quit_reason = reason.as_bytes().iter().copied().filter(|&b| b != 0).collect();
+        self.quit_reason = reason
+            .as_bytes()
+            .iter()
+            .copied()
+            .filter(|&b| b != 0)
+            .collect();
         self.pending.quit = true;
         self.state = State::Quitting;
         self.timers = Timers::default();
-        self.timers.quit = Some(now + self.rtt.timeout());
+        self.timers.quit = Some(now + self.control_timeout());
     }
 
     /// NETBLT ABORT (RFC 998 §5.3.3): sent once, "the sender can immediately
@@ -413,7 +438,14 @@ impl Connection {
         if self.state == State::Closed {
             return;
         }
-        self.pending.abort = Some(reason.as_bytes().iter().copied().filter(|&b| b != 0).collect());
+        self.pending.abort = Some(
+            reason
+                .as_bytes()
+                .iter()
+                .copied()
+                .filter(|&b| b != 0)
+                .collect(),
+        );
         self.close(
             now,
             Err(ConnectionError::LocalAbort {
@@ -460,6 +492,7 @@ impl Connection {
         // RFC 998 §5.2.3: the death timer "is reset every time a packet is
         // received".
         self.last_rx = now;
+        tracing::trace!(%now, side = ?self.side, packet = %p, "received");
         if !matches!(p.repr, Repr::Open(_)) {
             self.peer_confirmed = true;
         }
@@ -489,7 +522,9 @@ impl Connection {
                 let ldata = matches!(p.repr, Repr::LData(_));
                 self.on_data(now, ldata, d);
             }
-            Repr::NullAck(n) => self.on_null_ack(now, n.high_ack, n.burst_size, n.burst_interval_ms),
+            Repr::NullAck(n) => {
+                self.on_null_ack(now, n.high_ack, n.burst_size, n.burst_interval_ms)
+            }
             Repr::Control(c) => self.on_control(now, c),
             Repr::Done => {
                 if self.state == State::Dallying {
@@ -591,7 +626,13 @@ impl Connection {
         self.after_receiver_input(now);
     }
 
-    fn process_ack(r: &mut Receiver, rtt: &mut RttEstimator, timers: &mut Timers, now: Instant, wire: u16) {
+    fn process_ack(
+        r: &mut Receiver,
+        rtt: &mut RttEstimator,
+        timers: &mut Timers,
+        now: Instant,
+        wire: u16,
+    ) {
         let Some(ack) = r.fifo.expand_ack(wire) else {
             return;
         };
@@ -601,6 +642,7 @@ impl Connection {
             rtt.on_sample(now.saturating_duration_since(sent));
         }
         let srtt = rtt.srtt().unwrap_or(Duration::ZERO);
+        r.srtt = srtt;
         for m in &acked {
             r.on_acked(now, m, srtt);
         }
@@ -610,7 +652,9 @@ impl Connection {
     }
 
     fn after_receiver_input(&mut self, now: Instant) {
-        let DataPart::Receiver(r) = &mut self.data else { return };
+        let DataPart::Receiver(r) = &mut self.data else {
+            return;
+        };
         let events = &mut self.events;
         let mut delivered = 0;
         r.control_timer_ms = u16::try_from(self.rtt.base_timeout().as_millis()).unwrap_or(u16::MAX);
@@ -623,7 +667,9 @@ impl Connection {
     }
 
     fn check_receiver_done(&mut self, now: Instant) {
-        let DataPart::Receiver(r) = &mut self.data else { return };
+        let DataPart::Receiver(r) = &mut self.data else {
+            return;
+        };
         // RFC 998 §5.3.1: the receiver is done when "(1) it has received DATA
         // packets with a 'last-buffer' flag set, (2) all its control messages
         // have been acknowledged, and (3) it has no outstanding buffers with
@@ -646,8 +692,10 @@ impl Connection {
         s.on_control(c.iter(), &mut self.stats, |number, storage| {
             events.push_back(Event::BufferAcked { number, storage });
         });
-        if self.state == State::Dallying {
-            // A retransmitted OK: the NULL-ACK for the last OK was lost.
+        let dallying = self.state == State::Dallying;
+        if dallying {
+            // A retransmitted OK: the NULL-ACK for the last OK was lost. Answer
+            // it, and dally on: the receiver is still waiting for that answer.
             s.null_ack_pending = true;
         }
         if s.all_acked && self.state == State::Open {
@@ -658,19 +706,27 @@ impl Connection {
             self.result = Some(Ok(()));
             self.state = State::Dallying;
             self.timers.dally = Some(now + self.dally_time());
+        } else if dallying {
+            self.timers.dally = Some(now + self.dally_time());
         }
     }
 
     /// RFC 998 §5.3.1: "The dally timer value MUST be based on the receiver's
     /// control timer value; it must be long enough to allow the receiver's
     /// control timer to expire so that the OK message can be re-sent." We
-    /// dally three of the receiver's control timer values (at least 10 ms).
+    /// dally eight of the receiver's control timer values, and at least a
+    /// quarter of its death timer (its retransmissions are at most an eighth
+    /// of that apart, so two of them fit), and start again whenever one
+    /// arrives. A DONE ends the dally at once, so on a healthy path the dally
+    /// costs one round trip.
     fn dally_time(&self) -> Duration {
         let ms = match &self.data {
-            DataPart::Sender(s) if s.receiver_control_timer_ms > 0 => u64::from(s.receiver_control_timer_ms),
+            DataPart::Sender(s) if s.receiver_control_timer_ms > 0 => {
+                u64::from(s.receiver_control_timer_ms)
+            }
             _ => self.rtt.base_timeout().as_millis() as u64,
         };
-        Duration::from_millis((3 * ms).max(10))
+        Duration::from_millis(8 * ms).max(self.peer_death / 4)
     }
 
     fn close(&mut self, now: Instant, result: Result<(), ConnectionError>) {
@@ -689,6 +745,16 @@ impl Connection {
     }
 
     // ----- timers ----------------------------------------------------------
+
+    /// The control timer to arm now: the backed-off estimate, but never so
+    /// long that fewer than eight retransmissions fit in our death timer.
+    /// RFC 998 §5.2.1: the receiver resends "until either the control timer
+    /// is cleared or the receiving NETBLT's death timer ... expires".
+    fn control_timeout(&self) -> Duration {
+        self.rtt
+            .timeout()
+            .min(self.rtt.base_timeout().max(self.death_timeout() / 8))
+    }
 
     fn keepalive_interval(&self) -> Duration {
         // RFC 998 §5.2.3: "several KEEPALIVE packets can be lost before the
@@ -717,7 +783,9 @@ impl Connection {
         }
         t[6] = match &self.data {
             DataPart::Receiver(r) => r.next_timer(),
-            DataPart::Sender(s) if self.state == State::Open => s.next_data_time(self.last_tx.max(self.last_rx)),
+            DataPart::Sender(s) if self.state == State::Open => {
+                s.next_data_time(self.last_tx.max(self.last_rx))
+            }
             _ => None,
         };
         t.into_iter().flatten().min()
@@ -741,22 +809,39 @@ impl Connection {
             // RFC 998 §5.2.3: "When a NETBLT's death timer expires, it can
             // assume the other end has died and can close the connection."
             let timeout = self.death_timeout();
+            if let DataPart::Receiver(r) = &self.data {
+                if r.only_final_oks_unacknowledged() {
+                    // Every byte arrived and was delivered; only the sender's
+                    // acknowledgment of our last OKs is missing, so it most
+                    // likely finished and left. The data are complete.
+                    tracing::debug!("death timer with only final OKs unacknowledged: success");
+                    self.stats.completed_at = Some(now);
+                    self.events.push_back(Event::Finished);
+                    self.close(now, Ok(()));
+                    return;
+                }
+            }
             self.close(now, Err(ConnectionError::DeathTimeout { timeout }));
             return;
         }
         if self.timers.dally.is_some_and(|t| t <= now) {
             let ok = self.state == State::Dallying;
             self.timers.dally = None;
-            let result = if ok { Ok(()) } else { self.result.clone().unwrap_or(Ok(())) };
+            let result = if ok {
+                Ok(())
+            } else {
+                self.result.clone().unwrap_or(Ok(()))
+            };
             self.close(now, result);
             return;
         }
         if self.timers.quit.is_some_and(|t| t <= now) {
             self.rtt.on_timeout();
-            self.timers.quit = Some(now + self.rtt.timeout());
+            self.timers.quit = Some(now + self.control_timeout());
             self.pending.quit = true;
         }
         if self.timers.control.is_some_and(|t| t <= now) {
+            tracing::trace!(%now, "control timer expired");
             self.timers.control = None;
             self.rtt.on_timeout();
             // The RFC retransmits only OPEN, but a lost RESPONSE otherwise

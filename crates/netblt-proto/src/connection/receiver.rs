@@ -76,9 +76,11 @@ struct GapEstimator {
 }
 
 impl GapEstimator {
-    fn on_arrival(&mut self, now: Instant) {
+    /// `cap`: longer gaps are idle periods (the sender waiting for a GO or a
+    /// RESEND), not packet spacing; they count as `cap`.
+    fn on_arrival(&mut self, now: Instant, cap: Duration) {
         if let Some(prev) = self.last {
-            let g = now.saturating_duration_since(prev).as_nanos() as f64;
+            let g = now.saturating_duration_since(prev).min(cap).as_nanos() as f64;
             if self.samples == 0 {
                 self.avg_ns = g;
                 self.dev_ns = g / 2.0;
@@ -113,6 +115,9 @@ pub(crate) struct Receiver {
     /// The control timer value reported in OK messages (ms), kept current by
     /// the connection.
     pub(crate) control_timer_ms: u16,
+    /// Smoothed control round trip, kept current by the connection.
+    pub(crate) srtt: Duration,
+    max_data_timer: Duration,
 }
 
 /// Outcome of a DATA/LDATA packet for the connection's bookkeeping.
@@ -141,6 +146,8 @@ impl Receiver {
             undelivered: 0,
             finished: false,
             control_timer_ms: 0,
+            srtt: Duration::ZERO,
+            max_data_timer: (config.death_timeout / 4).max(config.min_data_timer_margin),
         }
     }
 
@@ -190,6 +197,7 @@ impl Receiver {
             }
             let number = self.next_go;
             self.next_go += 1;
+            tracing::debug!(buffer = number, "GO");
             let mut data = self.recycled.pop().unwrap_or_default();
             data.clear();
             let seq = self.fifo.push(|seq| ControlMessage::Go {
@@ -217,7 +225,8 @@ impl Receiver {
     }
 
     fn gap_estimate(&self) -> Duration {
-        let nominal = self.params.burst_interval_ms as f64 * 1e6 / f64::from(self.params.burst_size);
+        let nominal =
+            self.params.burst_interval_ms as f64 * 1e6 / f64::from(self.params.burst_size);
         Duration::from_nanos(self.gap.avg_ns.max(nominal) as u64)
     }
 
@@ -227,12 +236,15 @@ impl Receiver {
     fn margin(&self, backoff: u32) -> Duration {
         let base = Duration::from_millis(u64::from(self.params.burst_interval_ms))
             + Duration::from_nanos((4.0 * self.gap.dev_ns) as u64);
-        base.max(self.min_margin) * (1u32 << backoff.min(6))
+        base.max(self.min_margin) * (1u32 << backoff.min(3))
     }
 
-    /// A data timer: the time to receive `packets` more packets plus margin.
+    /// A data timer: the time to receive `packets` more packets plus margin,
+    /// never more than a quarter of the death timer, so that a lost packet is
+    /// asked for again several times before the connection would die.
     fn data_timer(&self, now: Instant, packets: u32, extra: Duration, backoff: u32) -> Instant {
-        now + self.gap_estimate() * packets + extra + self.margin(backoff)
+        let t = self.gap_estimate() * packets + extra + self.margin(backoff);
+        now + t.min(self.max_data_timer)
     }
 
     /// A control message was acknowledged by the sender.
@@ -324,7 +336,8 @@ impl Receiver {
                 return DataOutcome::Invalid;
             }
         }
-        self.gap.on_arrival(now);
+        let interval = Duration::from_millis(u64::from(self.params.burst_interval_ms));
+        self.gap.on_arrival(now, (interval * 2).max(self.srtt));
         let full = self.full;
         let b = &mut self.bufs[i];
         if b.data.len() < end {
@@ -397,7 +410,11 @@ impl Receiver {
 
     /// Queues OKs for complete buffers, returns buffers ready for the
     /// application in order, and drops buffers whose OK was acknowledged.
-    pub(crate) fn progress(&mut self, stats: &mut Stats, mut deliver: impl FnMut(u32, Vec<u8>, bool)) {
+    pub(crate) fn progress(
+        &mut self,
+        stats: &mut Stats,
+        mut deliver: impl FnMut(u32, Vec<u8>, bool),
+    ) {
         let burst_size = self.params.burst_size;
         let interval = self.params.burst_interval_ms;
         // Deliver in order.
@@ -427,6 +444,7 @@ impl Receiver {
                     continue;
                 }
                 b.ok_queued = true;
+                tracing::debug!(buffer = b.number, "OK");
                 oks.push(b.number);
             }
         }
@@ -469,6 +487,21 @@ impl Receiver {
             && self.undelivered == 0
     }
 
+    /// The transfer is complete at this end and only OK messages wait for
+    /// their acknowledgment.
+    pub(crate) fn only_final_oks_unacknowledged(&self) -> bool {
+        self.last_buffer.is_some()
+            && !self.awaiting_confirm
+            && self.undelivered == 0
+            && self
+                .bufs
+                .iter()
+                .all(|b| b.state == RecvState::Received && b.delivered && b.ok_queued)
+            && self
+                .fifo
+                .only_oks_or_gos_after(self.last_buffer.unwrap_or(u32::MAX))
+    }
+
     pub(crate) fn next_timer(&self) -> Option<Instant> {
         self.bufs.iter().filter_map(|b| b.timer).min()
     }
@@ -482,7 +515,7 @@ impl Receiver {
         let full = self.full;
         let mut resends: Vec<(usize, Vec<u16>)> = Vec::new();
         for (i, b) in self.bufs.iter_mut().enumerate() {
-            if !b.timer.is_some_and(|t| t <= now) {
+            if b.timer.is_none_or(|t| t > now) {
                 continue;
             }
             b.timer = None;
@@ -490,6 +523,7 @@ impl Receiver {
                 continue;
             }
             stats.data_timeouts += 1;
+            tracing::debug!(%now, buffer = b.number, state = ?b.state, got = b.got.count(), "data timer expired");
             // Decision Z14: without LDATA the count is unknown; ask for every
             // missing number up to a full buffer, and the sender answers
             // numbers past its real end by resending its LDATA.
@@ -517,6 +551,7 @@ impl Receiver {
                 stats.control_messages += 1;
             }
             let b = &mut self.bufs[i];
+            tracing::debug!(buffer = number, seq = last_seq, "RESEND");
             b.state = RecvState::AckWait;
             b.awaiting = last_seq;
         }

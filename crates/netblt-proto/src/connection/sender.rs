@@ -176,8 +176,14 @@ impl Sender {
                 // control messages with sequence numbers lower than its
                 // high-acknowledged-sequence-number" (≤, decision Z7).
                 stats.duplicate_control_messages += 1;
+                tracing::trace!(
+                    seq = m.seq(),
+                    high_ack = self.high_ack,
+                    "duplicate control message"
+                );
                 continue;
             }
+            tracing::debug!(msg = %m, "control message");
             match m {
                 ControlMessageRef::Go { buffer, .. } => self.on_go(buffer),
                 ControlMessageRef::Resend {
@@ -228,10 +234,11 @@ impl Sender {
     fn on_go(&mut self, buffer: u32) {
         if let Some(b) = self.bufs.iter_mut().find(|b| b.number == buffer) {
             b.go = true;
-        } else if buffer >= self.next_number && !self.last_given {
-            if self.early_gos.len() < usize::from(self.params.max_buffers) * 4 {
-                self.early_gos.insert(buffer);
-            }
+        } else if buffer >= self.next_number
+            && !self.last_given
+            && self.early_gos.len() < usize::from(self.params.max_buffers) * 4
+        {
+            self.early_gos.insert(buffer);
         }
         // Otherwise the buffer was OK'd already, or lies past the last one.
     }
@@ -288,7 +295,11 @@ impl Sender {
             high_ack,
             packet: p as u16,
             last_buffer: b.last,
-            data_checksum: if checksum { netblt_wire::checksum(data) } else { 0 },
+            data_checksum: if checksum {
+                netblt_wire::checksum(data)
+            } else {
+                0
+            },
             data,
         };
         let ldata = p + 1 == b.count;

@@ -78,7 +78,13 @@ impl Connection {
             return write(buf, ports, Repr::Response(self.open_repr()));
         }
         if std::mem::take(&mut self.pending.quit) {
-            return write(buf, ports, Repr::Quit { reason: &self.quit_reason });
+            return write(
+                buf,
+                ports,
+                Repr::Quit {
+                    reason: &self.quit_reason,
+                },
+            );
         }
         if std::mem::take(&mut self.pending.quitack) {
             return write(buf, ports, Repr::QuitAck);
@@ -91,13 +97,14 @@ impl Connection {
                 }
                 if let Some(e) = r.fifo.emit(now, buf, ports.0, ports.1) {
                     self.stats.control_packets_sent += 1;
+                    tracing::trace!(%now, len = e.len, retransmission = e.retransmission, complete = e.complete, "CONTROL sent");
                     if e.retransmission {
                         self.stats.control_retransmissions += 1;
                     }
                     if e.complete {
                         // RFC 998 §5.2.1: "Whenever the receiver sends a
                         // control packet, it sets a control timer."
-                        self.timers.control = Some(now + self.rtt.timeout());
+                        self.timers.control = Some(now + self.control_timeout());
                     }
                     return Some(e.len);
                 }
@@ -105,6 +112,7 @@ impl Connection {
             DataPart::Sender(s) => {
                 if std::mem::take(&mut s.null_ack_pending) {
                     self.stats.null_acks_sent += 1;
+                    tracing::trace!(high_ack = s.high_ack_wire(), "NULL-ACK sent");
                     let repr = NullAckRepr {
                         high_ack: s.high_ack_wire(),
                         burst_size: s.params.burst_size,
@@ -120,10 +128,13 @@ impl Connection {
             }
             DataPart::None => {}
         }
-        if std::mem::take(&mut self.pending.keepalive) && now >= self.last_tx + self.keepalive_interval() {
+        if std::mem::take(&mut self.pending.keepalive)
+            && now >= self.last_tx + self.keepalive_interval()
+        {
             // RFC 998 §5.2.3: "sent repeatedly at fixed intervals when a
             // NETBLT cannot send other packets".
             self.stats.keepalives_sent += 1;
+            tracing::trace!(%now, side = ?self.side, "KEEPALIVE sent");
             return write(buf, ports, Repr::Keepalive);
         }
         None

@@ -1,0 +1,289 @@
+//! [`Link`]: decides, packet by packet, what the path does to a datagram.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ConfigError, LinkConfig, LossModel};
+use crate::stats::LinkStats;
+use crate::transmitter::Transmitter;
+
+/// Why a packet was not delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DropReason {
+    /// Larger than [`LinkConfig::mtu`]. Not transmitted.
+    Mtu,
+    /// The drop-tail queue was full. Not transmitted.
+    Queue,
+    /// Lost by [`LinkConfig::loss`] (after using the transmitter).
+    Loss,
+    /// Hit by a bit error, [`LinkConfig::ber`] (after using the transmitter).
+    BitError,
+}
+
+/// One arrival of a packet at the far end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// Arrival time (last bit received), on the caller's clock.
+    pub at: Duration,
+    /// If set, the receiver must flip this bit (index `8 * byte + bit`, bit 0 =
+    /// least significant) in its copy of the packet.
+    pub flip_bit: Option<usize>,
+}
+
+/// What happens to one offered packet.
+///
+/// No heap allocation: at most two deliveries (original and duplicate), in
+/// the order the far end sees them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fate {
+    /// `Some` if the packet never arrives.
+    pub drop: Option<DropReason>,
+    /// When the first bit went onto the medium (`now` if not transmitted).
+    pub tx_start: Duration,
+    /// When the last bit went onto the medium: the transmitter is busy until
+    /// then (`now` if not transmitted).
+    pub tx_end: Duration,
+    /// Arrivals, earliest first; both `None` when dropped.
+    pub deliveries: [Option<Delivery>; 2],
+}
+
+impl Fate {
+    /// Iterates over the arrivals.
+    pub fn iter(&self) -> impl Iterator<Item = &Delivery> {
+        self.deliveries.iter().flatten()
+    }
+
+    /// Whether the packet arrives at least once.
+    pub fn is_delivered(&self) -> bool {
+        self.deliveries[0].is_some()
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// One direction of a path: a seeded, clock-free model of rate, queueing,
+/// delay and impairments.
+///
+/// The caller owns time. Each [`offer`](Self::offer) says "this many bytes
+/// reached the transmitter at `now`" and gets back the packet's whole
+/// [`Fate`]; the caller schedules the deliveries (a simulator pushes events, an
+/// emulator sleeps). `now` must not decrease from call to call; if it does, it
+/// is treated as equal to the latest `now` seen.
+#[derive(Debug, Clone)]
+pub struct Link {
+    cfg: LinkConfig,
+    rng: ChaCha8Rng,
+    tx: Transmitter,
+    /// (tx_end, len) of accepted packets still being transmitted or waiting.
+    queue: VecDeque<(u64, usize)>,
+    queued: usize,
+    /// Latest `now` seen, so a caller going backwards cannot break FIFO.
+    last_now: u64,
+    /// Arrival time of the last in-order packet: jittered packets are never
+    /// delivered before it.
+    fifo_floor: u64,
+    ge_bad: bool,
+    stats: LinkStats,
+}
+
+impl Link {
+    /// Creates a link; `seed` fixes every random choice it will make.
+    pub fn new(cfg: LinkConfig, seed: u64) -> Result<Link, ConfigError> {
+        cfg.validate()?;
+        Ok(Link {
+            tx: Transmitter::new(&cfg),
+            cfg,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            queue: VecDeque::new(),
+            queued: 0,
+            last_now: 0,
+            fifo_floor: 0,
+            ge_bad: false,
+            stats: LinkStats::default(),
+        })
+    }
+
+    /// The configuration this link runs.
+    pub fn config(&self) -> &LinkConfig {
+        &self.cfg
+    }
+
+    /// Counters since creation.
+    pub fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+
+    /// Bytes accepted whose transmission has not ended by `now`.
+    pub fn queued_bytes(&self, now: Duration) -> usize {
+        let now = nanos(now);
+        // Entries are in tx_end order, so the still-busy ones are a suffix.
+        self.queue
+            .iter()
+            .rev()
+            .take_while(|&&(end, _)| end > now)
+            .fold(0usize, |acc, &(_, len)| acc.saturating_add(len))
+    }
+
+    /// Offers a packet of `len` bytes (as on the wire) to the transmitter at
+    /// `now` and decides its fate.
+    ///
+    /// Steps, in order: MTU check, drop-tail queue check, transmission (uses
+    /// capacity even if the packet is later lost), then loss, bit errors,
+    /// corruption, duplication, reordering, delay spikes, delay and jitter.
+    pub fn offer(&mut self, now: Duration, len: usize) -> Fate {
+        let now_ns = nanos(now).max(self.last_now);
+        self.last_now = now_ns;
+        self.stats.offered += 1;
+        self.stats.offered_bytes = self.stats.offered_bytes.saturating_add(len as u64);
+        let now_d = Duration::from_nanos(now_ns);
+
+        if self.cfg.mtu.is_some_and(|mtu| len > mtu) {
+            return self.dropped(DropReason::Mtu, now_d, now_d);
+        }
+        while let Some(&(end, old)) = self.queue.front() {
+            if end > now_ns {
+                break;
+            }
+            self.queue.pop_front();
+            self.queued = self.queued.saturating_sub(old);
+        }
+        if let Some(limit) = self.cfg.queue_limit_bytes {
+            if self.queued.saturating_add(len) > limit {
+                return self.dropped(DropReason::Queue, now_d, now_d);
+            }
+        }
+
+        let slot = self.tx.transmit(now_ns, len);
+        if slot.end > now_ns {
+            self.queue.push_back((slot.end, len));
+            self.queued = self.queued.saturating_add(len);
+        }
+        let tx_start = Duration::from_nanos(slot.start);
+        let tx_end = Duration::from_nanos(slot.end);
+
+        if self.lose() {
+            return self.dropped(DropReason::Loss, tx_start, tx_end);
+        }
+        if self.cfg.ber > 0.0 && self.rng.random::<f64>() < packet_error_rate(self.cfg.ber, len) {
+            return self.dropped(DropReason::BitError, tx_start, tx_end);
+        }
+        let flip_bit = if len > 0 && self.chance(self.cfg.corrupt) {
+            self.stats.corrupted += 1;
+            Some(self.rng.random_range(0..len.saturating_mul(8)))
+        } else {
+            None
+        };
+        let duplicate = self.chance(self.cfg.duplicate);
+        let reordered = self.chance(self.cfg.reorder);
+
+        let mut at = slot.end.saturating_add(nanos(self.cfg.delay));
+        let mut out_of_order = false;
+        if reordered {
+            self.stats.reordered += 1;
+            at = at.saturating_add(nanos(self.cfg.reorder_delay));
+            out_of_order = true;
+        }
+        if let Some(spike) = &self.cfg.delay_spike {
+            if spike.prob > 0.0 && self.rng.random::<f64>() < spike.prob {
+                let k = self.rng.random_range(1..=spike.max_multiple.max(1));
+                at = at.saturating_add(nanos(spike.quantum).saturating_mul(u64::from(k)));
+                self.stats.spiked += 1;
+                out_of_order = true;
+            }
+        }
+        let jitter = nanos(self.cfg.jitter);
+        if jitter > 0 {
+            at = at.saturating_add(self.rng.random_range(0..=jitter));
+        }
+        if !out_of_order {
+            // netem-with-rate behaviour: jitter stretches gaps but never
+            // reorders, so an in-order packet waits for the one before it.
+            at = at.max(self.fifo_floor);
+            self.fifo_floor = at;
+        }
+
+        self.stats.delivered += 1;
+        self.stats.delivered_bytes = self.stats.delivered_bytes.saturating_add(len as u64);
+        let first = Delivery {
+            at: Duration::from_nanos(at),
+            flip_bit,
+        };
+        // The copy is made before the corrupting bit flip, so it is clean, and
+        // it arrives right behind the original.
+        let second = duplicate.then(|| {
+            self.stats.duplicates += 1;
+            Delivery {
+                at: Duration::from_nanos(at),
+                flip_bit: None,
+            }
+        });
+        Fate {
+            drop: None,
+            tx_start,
+            tx_end,
+            deliveries: [Some(first), second],
+        }
+    }
+
+    fn dropped(&mut self, reason: DropReason, tx_start: Duration, tx_end: Duration) -> Fate {
+        self.stats.drops.count(reason);
+        Fate {
+            drop: Some(reason),
+            tx_start,
+            tx_end,
+            deliveries: [None, None],
+        }
+    }
+
+    /// Draws only for a non-zero probability, so turning a knob off does not
+    /// consume randomness (and `0.0` never fires, `1.0` always does).
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && self.rng.random::<f64>() < p
+    }
+
+    /// Steps the loss process once for this packet.
+    fn lose(&mut self) -> bool {
+        match self.cfg.loss {
+            LossModel::None => false,
+            LossModel::Bernoulli { p } => self.chance(p),
+            LossModel::GilbertElliott {
+                p_good_to_bad,
+                p_bad_to_good,
+                loss_good,
+                loss_bad,
+            } => {
+                // Move first, then lose according to the new state.
+                let flip = if self.ge_bad {
+                    p_bad_to_good
+                } else {
+                    p_good_to_bad
+                };
+                if self.chance(flip) {
+                    self.ge_bad = !self.ge_bad;
+                }
+                let p = if self.ge_bad { loss_bad } else { loss_good };
+                self.chance(p)
+            }
+        }
+    }
+}
+
+/// Probability that at least one of a packet's `8 * len` bits is in error:
+/// `1 - (1 - ber)^(8 len)`, computed as `-expm1(8 len * ln_1p(-ber))` so that
+/// tiny rates do not vanish in rounding.
+pub fn packet_error_rate(ber: f64, len: usize) -> f64 {
+    if ber <= 0.0 {
+        return 0.0;
+    }
+    if ber >= 1.0 {
+        return if len > 0 { 1.0 } else { 0.0 };
+    }
+    let bits = (len as f64) * 8.0;
+    -(bits * (-ber).ln_1p()).exp_m1()
+}

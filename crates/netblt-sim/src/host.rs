@@ -1,0 +1,372 @@
+//! One simulated host: a node, one CPU and one network interface.
+//!
+//! The CPU serves, in this order: packets waiting in the interface (charged
+//! `recv_fixed + recv_per_byte * len`; the node sees the datagram when that
+//! time has passed), then a due timer (free), then transmission
+//! (`poll_transmit`, charged `send_fixed + send_per_byte * len`; the packet
+//! reaches the interface when that time has passed).
+//!
+//! The interface has `nic_buffers` hardware buffers shared by both
+//! directions. A received packet holds one from its arrival until the CPU
+//! starts on it (the CPU's first act is to copy it out of the interface; we
+//! charge that copy with the rest of the receive cost, so releasing at the end
+//! would make a one-buffer host unable to receive back-to-back packets at the
+//! rate RFC 1030 §4 reports). A packet to send holds one from the hand-off
+//! until its last bit is out. A half-duplex interface is deaf while it
+//! transmits: a packet whose reception overlaps a transmission is lost.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use netblt_link::profiles::HostModel;
+use netblt_link::Link;
+use netblt_proto::Instant;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::event::{Event, EventQueue, Pool};
+use crate::node::Node;
+use crate::path::Side;
+
+/// What happened at one host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct HostStats {
+    /// Total CPU time charged (receive and send costs).
+    pub cpu_busy: Duration,
+    /// Datagrams whose transmission ended and which were offered to the link.
+    pub packets_sent: u64,
+    /// Bytes of those datagrams (without wire overhead).
+    pub bytes_sent: u64,
+    /// Datagrams handed to the node's `handle_datagram`.
+    pub packets_received: u64,
+    /// Bytes of those datagrams.
+    pub bytes_received: u64,
+    /// Arrivals lost because the half-duplex interface was transmitting.
+    pub nic_deaf_drops: u64,
+    /// Arrivals lost because every interface buffer was busy.
+    pub nic_full_drops: u64,
+    /// Arrivals lost to the host's input drop rate (`HostModel::nic_loss`).
+    pub nic_loss_drops: u64,
+    /// Arrivals whose flipped bit fell in the headers (IP/UDP/link), which
+    /// their checksums would catch: dropped.
+    pub header_corrupt_drops: u64,
+    /// Datagrams delivered to the node with one payload bit flipped.
+    pub corrupted_received: u64,
+}
+
+enum Job {
+    Idle,
+    Receiving(Vec<u8>),
+    Sending(Vec<u8>),
+    /// Send cost paid, waiting for a free interface buffer.
+    Blocked(Vec<u8>),
+}
+
+/// Shared parts of the simulation a host acts on.
+pub(crate) struct World {
+    pub(crate) queue: EventQueue,
+    pub(crate) pool: Pool,
+    pub(crate) wire_overhead: usize,
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+pub(crate) struct Host<N> {
+    pub(crate) node: N,
+    side: Side,
+    send_fixed: u64,
+    send_per_byte: f64,
+    recv_fixed: u64,
+    recv_per_byte: f64,
+    nic_rate: Option<u64>,
+    nic_buffers: usize,
+    half_duplex: bool,
+    nic_loss: f64,
+    rng: ChaCha8Rng,
+    job: Job,
+    /// Received packets in interface buffers, waiting for the CPU.
+    rx: VecDeque<Vec<u8>>,
+    /// Packets in interface buffers to send; the front one is on the wire
+    /// when `nic_busy`.
+    tx: VecDeque<Vec<u8>>,
+    nic_busy: bool,
+    last_tx_end: Option<Instant>,
+    /// Deadline of the live timer event, if any.
+    armed: Option<Instant>,
+    generation: u64,
+    pub(crate) stats: HostStats,
+}
+
+impl<N: Node> Host<N> {
+    pub(crate) fn new(node: N, side: Side, model: &HostModel, seed: u64) -> Self {
+        Host {
+            node,
+            side,
+            send_fixed: nanos(model.send_fixed),
+            send_per_byte: model.send_per_byte_ns,
+            recv_fixed: nanos(model.recv_fixed),
+            recv_per_byte: model.recv_per_byte_ns,
+            nic_rate: model.nic_rate_bps,
+            nic_buffers: model.nic_buffers.unwrap_or(usize::MAX),
+            half_duplex: model.half_duplex,
+            nic_loss: model.nic_loss,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            job: Job::Idle,
+            rx: VecDeque::new(),
+            tx: VecDeque::new(),
+            nic_busy: false,
+            last_tx_end: None,
+            armed: None,
+            generation: 0,
+            stats: HostStats::default(),
+        }
+    }
+
+    fn cost(fixed: u64, per_byte: f64, len: usize) -> Duration {
+        // Validated: per_byte is finite and at most 1e9 ns, so this fits.
+        let bytes = (per_byte * len as f64).round();
+        let var = if bytes >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            bytes as u64
+        };
+        Duration::from_nanos(fixed.saturating_add(var))
+    }
+
+    /// Time to serialize `wire_len` bytes at the interface rate (rounded up).
+    fn serialization(&self, wire_len: usize) -> Duration {
+        match self.nic_rate {
+            None => Duration::ZERO,
+            Some(rate) => {
+                let bits_ns = (wire_len as u128) * 8 * 1_000_000_000;
+                let ns = bits_ns.div_ceil(u128::from(rate.max(1)));
+                Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+            }
+        }
+    }
+
+    fn buffers_used(&self) -> usize {
+        self.rx.len() + self.tx.len()
+    }
+
+    /// Gives the CPU its next job if it is idle.
+    fn run_cpu(&mut self, now: Instant, w: &mut World) {
+        if !matches!(self.job, Job::Idle) {
+            return;
+        }
+        if let Some(pkt) = self.rx.pop_front() {
+            let cost = Self::cost(self.recv_fixed, self.recv_per_byte, pkt.len());
+            self.start_job(now, cost, Job::Receiving(pkt), w);
+            return;
+        }
+        if self.node.poll_timeout().is_some_and(|t| t <= now) {
+            self.node.handle_timeout(now);
+        }
+        let mut buf = w.pool.get();
+        if self.node.poll_transmit(now, &mut buf) {
+            let cost = Self::cost(self.send_fixed, self.send_per_byte, buf.len());
+            self.start_job(now, cost, Job::Sending(buf), w);
+        } else {
+            w.pool.put(buf);
+        }
+    }
+
+    fn start_job(&mut self, now: Instant, cost: Duration, job: Job, w: &mut World) {
+        self.job = job;
+        self.stats.cpu_busy = self.stats.cpu_busy.saturating_add(cost);
+        w.queue.push(now + cost, Event::CpuDone(self.side));
+    }
+
+    /// Re-arms the timer event if the node's deadline changed.
+    ///
+    /// A deadline that is already due while the CPU is busy is not armed:
+    /// the CPU looks at due timers as soon as it is free, and arming one
+    /// "now" would spin on the same instant.
+    fn refresh_timer(&mut self, now: Instant, w: &mut World) {
+        let mut want = self.node.poll_timeout();
+        if want.is_some_and(|t| t <= now) && !matches!(self.job, Job::Idle) {
+            want = None;
+        }
+        if want != self.armed {
+            self.armed = want;
+            self.generation += 1;
+            if let Some(t) = want {
+                w.queue.push(
+                    t.max(now),
+                    Event::Timer {
+                        side: self.side,
+                        generation: self.generation,
+                    },
+                );
+            }
+        }
+    }
+
+    pub(crate) fn on_kick(&mut self, now: Instant, w: &mut World) {
+        self.run_cpu(now, w);
+        self.refresh_timer(now, w);
+    }
+
+    pub(crate) fn on_timer(&mut self, now: Instant, generation: u64, w: &mut World) {
+        if generation != self.generation {
+            return; // superseded
+        }
+        self.armed = None;
+        self.run_cpu(now, w);
+        self.refresh_timer(now, w);
+    }
+
+    pub(crate) fn on_cpu_done(&mut self, now: Instant, w: &mut World) {
+        match std::mem::replace(&mut self.job, Job::Idle) {
+            Job::Receiving(pkt) => {
+                self.stats.packets_received += 1;
+                self.stats.bytes_received += pkt.len() as u64;
+                self.node.handle_datagram(now, &pkt);
+                w.pool.put(pkt);
+            }
+            Job::Sending(pkt) => self.hand_over_or_wait(now, pkt, w),
+            job @ (Job::Idle | Job::Blocked(_)) => self.job = job,
+        }
+        self.run_cpu(now, w);
+        self.refresh_timer(now, w);
+    }
+
+    /// Hands a sent packet to the interface; with no free buffer, the CPU
+    /// waits for one.
+    ///
+    /// If the buffers are held by arrivals, only this CPU can free them, so
+    /// waiting would deadlock: instead it copies the oldest arrival out of
+    /// the interface (its first act when receiving anyway), loads its own
+    /// packet into the freed buffer, and goes on to process the arrival.
+    fn hand_over_or_wait(&mut self, now: Instant, pkt: Vec<u8>, w: &mut World) {
+        let Err(pkt) = self.hand_to_nic(now, pkt, w) else {
+            return;
+        };
+        match self.rx.pop_front() {
+            Some(arrival) => {
+                if let Err(pkt) = self.hand_to_nic(now, pkt, w) {
+                    // Unreachable (a buffer was just freed), but never lose a packet.
+                    self.rx.push_front(arrival);
+                    self.job = Job::Blocked(pkt);
+                    return;
+                }
+                let cost = Self::cost(self.recv_fixed, self.recv_per_byte, arrival.len());
+                self.start_job(now, cost, Job::Receiving(arrival), w);
+            }
+            None => self.job = Job::Blocked(pkt),
+        }
+    }
+
+    /// Puts a packet into a free interface buffer, or gives it back.
+    fn hand_to_nic(&mut self, now: Instant, pkt: Vec<u8>, w: &mut World) -> Result<(), Vec<u8>> {
+        if self.buffers_used() >= self.nic_buffers {
+            return Err(pkt);
+        }
+        self.tx.push_back(pkt);
+        if !self.nic_busy {
+            self.start_tx(now, w);
+        }
+        Ok(())
+    }
+
+    fn start_tx(&mut self, now: Instant, w: &mut World) {
+        if let Some(front) = self.tx.front() {
+            let dur = self.serialization(front.len() + w.wire_overhead);
+            self.nic_busy = true;
+            w.queue.push(now + dur, Event::NicTxDone(self.side));
+        }
+    }
+
+    /// The head packet is out: hand it to the path link, schedule its
+    /// arrivals, and start the next one.
+    pub(crate) fn on_nic_done(&mut self, now: Instant, link: &mut Link, w: &mut World) {
+        self.nic_busy = false;
+        self.last_tx_end = Some(now);
+        if let Some(pkt) = self.tx.pop_front() {
+            self.stats.packets_sent += 1;
+            self.stats.bytes_sent += pkt.len() as u64;
+            let fate = link.offer(now.since_zero(), pkt.len() + w.wire_overhead);
+            let to = self.side.peer();
+            let mut pkt = Some(pkt);
+            let count = fate.iter().count();
+            for (i, d) in fate.iter().enumerate() {
+                let data = if i + 1 == count {
+                    pkt.take().unwrap_or_default()
+                } else {
+                    let mut copy = w.pool.get();
+                    copy.extend_from_slice(pkt.as_deref().unwrap_or(&[]));
+                    copy
+                };
+                let arrival = Event::Arrival {
+                    to,
+                    data,
+                    flip_bit: d.flip_bit,
+                };
+                w.queue.push(Instant::ZERO + d.at, arrival);
+            }
+            if let Some(unused) = pkt {
+                w.pool.put(unused);
+            }
+        }
+        self.start_tx(now, w);
+        if matches!(self.job, Job::Blocked(_)) {
+            if let Job::Blocked(pkt) = std::mem::replace(&mut self.job, Job::Idle) {
+                if let Err(pkt) = self.hand_to_nic(now, pkt, w) {
+                    self.job = Job::Blocked(pkt);
+                }
+            }
+        }
+        self.run_cpu(now, w);
+        self.refresh_timer(now, w);
+    }
+
+    /// A packet's last bit reached this host's interface.
+    pub(crate) fn on_arrival(
+        &mut self,
+        now: Instant,
+        mut data: Vec<u8>,
+        flip_bit: Option<usize>,
+        w: &mut World,
+    ) {
+        let header_bits = w.wire_overhead.saturating_mul(8);
+        if self.half_duplex {
+            // Reception occupied [now - serialization, now]; any overlap with
+            // our own transmission loses it.
+            let start = now - self.serialization(data.len() + w.wire_overhead);
+            if self.nic_busy || self.last_tx_end.is_some_and(|end| end > start) {
+                self.stats.nic_deaf_drops += 1;
+                w.pool.put(data);
+                return;
+            }
+        }
+        if self.buffers_used() >= self.nic_buffers {
+            self.stats.nic_full_drops += 1;
+            w.pool.put(data);
+            return;
+        }
+        if self.nic_loss > 0.0 && self.rng.random::<f64>() < self.nic_loss {
+            self.stats.nic_loss_drops += 1;
+            w.pool.put(data);
+            return;
+        }
+        if let Some(bit) = flip_bit {
+            if bit < header_bits {
+                self.stats.header_corrupt_drops += 1;
+                w.pool.put(data);
+                return;
+            }
+            let bit = bit - header_bits;
+            if let Some(byte) = data.get_mut(bit / 8) {
+                *byte ^= 1 << (bit % 8);
+                self.stats.corrupted_received += 1;
+            }
+        }
+        self.rx.push_back(data);
+        self.run_cpu(now, w);
+        self.refresh_timer(now, w);
+    }
+}

@@ -1,0 +1,348 @@
+//! RFC 1030's test application in simulation: one memory-to-memory NETBLT
+//! transfer between host A (active end, data sender, WRITE mode) and host B
+//! (passive end, data receiver).
+//!
+//! RFC 1030 §3: "The test application performs a simple memory-to-memory
+//! transfer of an arbitrary amount of data. All data are actually allocated by
+//! the application, given to the protocol layer, and copied into NETBLT
+//! packets." Here the data are a seeded pseudo-random stream; both ends hash
+//! what they sent and received with BLAKE3, and the report says whether the
+//! two digests agree.
+
+use netblt_proto::{
+    Config, Connection, ConnectionError, Event, Instant, Mode, PacingClock, Stats, TransferParams,
+};
+use netblt_wire::{Packet, Repr};
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::{Node, Outcome, PathConfig, SimError, SimStats, Simulation};
+
+/// Why a transfer could not even be simulated (a failed transfer is a
+/// report, not an error).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransferError {
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    #[error("bad transfer parameters: {0}")]
+    Params(#[from] netblt_proto::ParamError),
+}
+
+const PORT_A: u16 = 4000;
+const PORT_B: u16 = 30;
+
+/// What to simulate.
+#[derive(Debug, Clone)]
+pub struct TransferSpec {
+    pub path: PathConfig,
+    pub params: TransferParams,
+    /// Bytes to move.
+    pub size: u64,
+    pub seed: u64,
+    pub pacing_clock: PacingClock,
+    /// Death timer of both ends.
+    pub death_timeout: netblt_proto::Duration,
+    /// Simulated time after which the run is abandoned.
+    pub time_limit: netblt_proto::Duration,
+}
+
+impl TransferSpec {
+    pub fn new(path: PathConfig, params: TransferParams, size: u64) -> Self {
+        TransferSpec {
+            path,
+            params,
+            size,
+            seed: 1,
+            pacing_clock: PacingClock::FromActualStart,
+            death_timeout: netblt_proto::Duration::from_secs(30),
+            time_limit: netblt_proto::Duration::from_secs(24 * 3600),
+        }
+    }
+
+    fn config(&self) -> Config {
+        Config {
+            params: self.params,
+            death_timeout: self.death_timeout,
+            pacing_clock: self.pacing_clock,
+            max_datagram: netblt_wire::round_up4(
+                netblt_wire::DATA_HEADER_LEN + usize::from(self.params.packet_size),
+            ),
+            ..Config::default()
+        }
+    }
+}
+
+/// The result of one simulated transfer; `lost`, `retransmitted`,
+/// `data_timeouts`, `control_packets` and the two throughputs are RFC 1030's
+/// appendix columns #LOSS, #RXM, DTMOS and SPEED.
+#[derive(Debug, Clone, Serialize)]
+pub struct TransferReport {
+    pub bytes: u64,
+    pub burst_size: u16,
+    pub burst_interval_ms: u16,
+    pub packet_size: u16,
+    pub buffer_size: u32,
+    pub buffers: u16,
+    /// Data packets lost in the network or at the receiving host (sent, less
+    /// those that reached the receiver's protocol intact, plus link duplicates).
+    pub lost: u64,
+    /// Data packets the receiver found missing and asked for again.
+    pub lost_detected: u64,
+    pub retransmitted: u64,
+    pub data_timeouts: u64,
+    pub control_packets: u64,
+    pub control_retransmissions: u64,
+    pub null_acks: u64,
+    pub real_throughput_bps: Option<f64>,
+    pub steady_throughput_bps: Option<f64>,
+    pub sim_time_s: f64,
+    /// Received bytes hash-equal to those sent (and the transfer succeeded).
+    pub verified: bool,
+    /// Why the transfer failed, if it did.
+    pub error: Option<String>,
+    pub outcome: String,
+    pub seed: u64,
+    pub sim_events: u64,
+    #[serde(skip)]
+    pub sender: Stats,
+    #[serde(skip)]
+    pub receiver: Stats,
+    #[serde(skip)]
+    pub sim: Option<SimStats>,
+}
+
+/// Host A: the active end, sending a seeded pseudo-random stream.
+struct SenderNode {
+    conn: Connection,
+    rng: ChaCha8Rng,
+    remaining: u64,
+    hash: blake3::Hasher,
+    spare: Vec<Vec<u8>>,
+    error: Option<ConnectionError>,
+}
+
+impl SenderNode {
+    fn feed(&mut self) {
+        while let Some(e) = self.conn.poll_event() {
+            match e {
+                Event::BufferAcked { storage, .. } => self.spare.push(storage),
+                Event::Closed(err) => self.error = Some(err),
+                _ => {}
+            }
+        }
+        while self.remaining > 0 || self.conn.wants_buffer() {
+            if !self.conn.wants_buffer() {
+                break;
+            }
+            let bsz = u64::from(self.conn.params().buffer_size);
+            let n = self.remaining.min(bsz) as usize;
+            let mut buf = self.spare.pop().unwrap_or_default();
+            buf.resize(n, 0);
+            self.rng.fill_bytes(&mut buf);
+            self.hash.update(&buf);
+            let last = n as u64 == self.remaining;
+            if self.conn.push_buffer(buf, last).is_err() {
+                break;
+            }
+            self.remaining -= n as u64;
+            if last {
+                break;
+            }
+        }
+    }
+}
+
+impl Node for SenderNode {
+    fn handle_datagram(&mut self, now: Instant, data: &[u8]) {
+        self.conn.handle_datagram(now, data);
+        self.feed();
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        self.conn.handle_timeout(now);
+        self.feed();
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> bool {
+        buf.resize(self.conn.max_datagram_size(), 0);
+        match self.conn.poll_transmit(now, buf) {
+            Some(n) => {
+                buf.truncate(n);
+                true
+            }
+            None => false,
+        }
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.conn.poll_timeout()
+    }
+    fn is_finished(&self) -> bool {
+        self.conn.is_closed()
+    }
+}
+
+/// Host B: the passive end, hashing what arrives.
+struct ReceiverNode {
+    config: Config,
+    conn: Option<Connection>,
+    hash: blake3::Hasher,
+    received: u64,
+    error: Option<ConnectionError>,
+}
+
+impl ReceiverNode {
+    fn drain(&mut self) {
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
+        while let Some(e) = conn.poll_event() {
+            match e {
+                Event::BufferReceived { data, .. } => {
+                    self.hash.update(&data);
+                    self.received += data.len() as u64;
+                    conn.recycle(data);
+                }
+                Event::Closed(err) => self.error = Some(err),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Node for ReceiverNode {
+    fn handle_datagram(&mut self, now: Instant, data: &[u8]) {
+        match self.conn.as_mut() {
+            Some(c) => c.handle_datagram(now, data),
+            None => {
+                // Only an OPEN creates the connection (RFC 998 §5.1).
+                if let Ok(Packet {
+                    local_port,
+                    repr: Repr::Open(o),
+                    ..
+                }) = Packet::parse(data)
+                {
+                    if let Ok(c) = Connection::accept(
+                        self.config.clone(),
+                        &o,
+                        PORT_B,
+                        local_port,
+                        Vec::new(),
+                        now,
+                    ) {
+                        self.conn = Some(c);
+                    }
+                }
+            }
+        }
+        self.drain();
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        if let Some(c) = self.conn.as_mut() {
+            c.handle_timeout(now);
+        }
+        self.drain();
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> bool {
+        let Some(c) = self.conn.as_mut() else {
+            return false;
+        };
+        buf.resize(c.max_datagram_size(), 0);
+        match c.poll_transmit(now, buf) {
+            Some(n) => {
+                buf.truncate(n);
+                true
+            }
+            None => false,
+        }
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.conn.as_ref().and_then(|c| c.poll_timeout())
+    }
+    fn is_finished(&self) -> bool {
+        self.conn.as_ref().is_some_and(|c| c.is_closed())
+    }
+}
+
+/// Runs one transfer to completion (or failure, or the time limit).
+pub fn run_transfer(spec: &TransferSpec) -> Result<TransferReport, TransferError> {
+    let config = spec.config();
+    let conn = Connection::connect(
+        config.clone(),
+        Mode::Write,
+        // The connection UID only has to differ between connections on the
+        // same ports; derive it from the seed so runs stay reproducible.
+        (spec.seed as u32) ^ 0x5eed_0001,
+        PORT_A,
+        PORT_B,
+        Some(spec.size),
+        Vec::new(),
+        Instant::ZERO,
+    )?;
+    let a = SenderNode {
+        conn,
+        rng: ChaCha8Rng::seed_from_u64(spec.seed ^ 0xda7a),
+        remaining: spec.size,
+        hash: blake3::Hasher::new(),
+        spare: Vec::new(),
+        error: None,
+    };
+    let b = ReceiverNode {
+        config,
+        conn: None,
+        hash: blake3::Hasher::new(),
+        received: 0,
+        error: None,
+    };
+    let mut sim = Simulation::new(a, b, spec.path.clone(), spec.seed)?;
+    let outcome = sim.run(Instant::ZERO + spec.time_limit);
+    let stats = sim.stats();
+    let a = sim.node_a();
+    let b = sim.node_b();
+    let sender = a.conn.stats();
+    let receiver = b.conn.as_ref().map(|c| c.stats()).unwrap_or_default();
+    let ok = a.conn.result() == Some(&Ok(()))
+        && b.conn.as_ref().and_then(|c| c.result()) == Some(&Ok(()));
+    let verified = ok && b.received == spec.size && a.hash.finalize() == b.hash.finalize();
+    let error = a
+        .error
+        .as_ref()
+        .or(b.error.as_ref())
+        .map(|e| e.to_string())
+        .or_else(|| {
+            (!matches!(outcome, Outcome::Finished))
+                .then(|| format!("simulation ended: {outcome:?}"))
+        });
+    let sent_total = sender.data_packets_sent + sender.data_packets_retransmitted;
+    let arrived = receiver.data_packets_received + receiver.duplicate_data;
+    let params = *a.conn.params();
+    Ok(TransferReport {
+        bytes: spec.size,
+        burst_size: params.burst_size,
+        burst_interval_ms: params.burst_interval_ms,
+        packet_size: params.packet_size,
+        buffer_size: params.buffer_size,
+        buffers: params.max_buffers,
+        lost: (sent_total + stats.forward.duplicates).saturating_sub(arrived),
+        lost_detected: receiver.data_packets_lost,
+        retransmitted: sender.data_packets_retransmitted,
+        data_timeouts: receiver.data_timeouts,
+        control_packets: receiver.control_packets_sent,
+        control_retransmissions: receiver.control_retransmissions,
+        null_acks: sender.null_acks_sent,
+        real_throughput_bps: ok.then(|| sender.real_throughput_bps()).flatten(),
+        steady_throughput_bps: ok.then(|| sender.steady_throughput_bps()).flatten(),
+        sim_time_s: sim.now().as_secs_f64(),
+        verified,
+        error: if verified {
+            None
+        } else {
+            error.or_else(|| Some("data mismatch".into()))
+        },
+        outcome: format!("{outcome:?}"),
+        seed: spec.seed,
+        sim_events: stats.events,
+        sender,
+        receiver,
+        sim: Some(stats),
+    })
+}

@@ -1,0 +1,266 @@
+//! The send path shared by UDP and raw sockets: checks, GSO with its run-time fallback, and
+//! cutting a train into individual datagrams when GSO is off.
+
+use std::{
+    io,
+    sync::atomic::{AtomicUsize, Ordering::Relaxed},
+    time::Duration,
+};
+
+use socket2::{SockAddr, Socket};
+use tracing::warn;
+
+use crate::{
+    datagram::Transmit,
+    stats::Counters,
+    sys::{self, OutMsg},
+    BATCH, MAX_SEGMENTS,
+};
+
+/// Largest payload of one UDP datagram: 65,535 minus the UDP header, minus the IPv4 header
+/// (whose length counts in IPv4's total length, unlike IPv6's payload length).
+pub(crate) fn max_udp_payload(v6: bool) -> usize {
+    if v6 {
+        65_535 - 8
+    } else {
+        65_535 - 20 - 8
+    }
+}
+
+/// How long a split send waits for socket space once part of a train is already out. Beyond it
+/// we give up rather than block a driver forever; NETBLT resends what was lost.
+const SPLIT_STALL_TIMEOUT: Duration = Duration::from_secs(1);
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+/// Rejects transmits the kernel would refuse for reasons that have nothing to do with GSO, before
+/// any syscall: their `EINVAL` must not be mistaken for "this device cannot segment".
+pub(crate) fn check(t: &Transmit<'_>, v6: bool, max_payload: usize) -> io::Result<()> {
+    if t.destination.is_ipv6() != v6 {
+        return Err(invalid(format!(
+            "destination {} is not in the socket's address family (IPv{})",
+            t.destination,
+            if v6 { 6 } else { 4 }
+        )));
+    }
+    let count = t.datagram_count();
+    if count > 1 {
+        if count > MAX_SEGMENTS {
+            return Err(invalid(format!(
+                "transmit of {} segments exceeds the limit of {MAX_SEGMENTS}",
+                count
+            )));
+        }
+        if t.contents.len() > max_payload {
+            return Err(invalid(format!(
+                "segmented transmit of {} bytes exceeds the {max_payload}-byte limit of one GSO send",
+                t.contents.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `EIO` or `EINVAL` from a GSO send: what Linux reports when the route's device or a tunnel
+/// cannot segment. quinn-udp: "Some network adapters and drivers do not support GSO.
+/// Unfortunately, Linux offers no easy way for us to detect this short of an EIO or sometimes
+/// EINVAL when we try to actually send datagrams using it."
+fn is_gso_refusal(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(code) if code == libc::EIO || code == libc::EINVAL)
+}
+
+/// Sends `contents` cut into `seg`-byte datagrams, from datagram index `skip` on, with one
+/// `sendmmsg` per [`BATCH`] datagrams.
+///
+/// Returns `WouldBlock` only when nothing of the train has gone out yet (`skip == 0` and the first
+/// syscall blocked), so that a caller can simply retry the whole transmit. Once part of the train
+/// is out it waits (up to [`SPLIT_STALL_TIMEOUT`]) for socket space rather than leave the caller
+/// unable to tell what was sent.
+pub(crate) fn send_split(
+    sock: &Socket,
+    counters: &Counters,
+    dst: &SockAddr,
+    contents: &[u8],
+    seg: usize,
+    skip: usize,
+) -> io::Result<()> {
+    let seg = seg.max(1);
+    let total = crate::datagram::segment_count(contents.len(), seg);
+    let mut next = skip;
+    while next < total {
+        let empty = OutMsg {
+            dst,
+            contents: &[],
+            segment_size: None,
+        };
+        let mut msgs = [empty; BATCH];
+        let mut k = 0;
+        for (slot, chunk) in msgs.iter_mut().zip(contents.chunks(seg).skip(next)) {
+            slot.contents = chunk;
+            k += 1;
+        }
+        if k == 0 {
+            // Only empty contents get here (they are one datagram, sent by the caller's
+            // single-datagram path); never loop on nothing.
+            break;
+        }
+        let batch = msgs.get(..k).unwrap_or(&[]);
+        match sys::send_many(sock, counters, batch) {
+            Ok(m) if m > 0 => {
+                let bytes = batch.iter().take(m).map(|msg| msg.contents.len()).sum();
+                counters.sent(m, bytes);
+                next += m;
+            }
+            Ok(_) => wait_for_space(sock)?,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && next > 0 => wait_for_space(sock)?,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn wait_for_space(sock: &Socket) -> io::Result<()> {
+    let r = sys::wait(sock, false, true, Some(SPLIT_STALL_TIMEOUT))?;
+    if r.writable {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "socket send buffer stayed full with part of a segmented transmit sent",
+        ))
+    }
+}
+
+/// A socket's view of the send path: the fd, its counters and its live GSO limit.
+pub(crate) struct Sender<'s> {
+    pub(crate) sock: &'s Socket,
+    pub(crate) counters: &'s Counters,
+    /// Segments per GSO send; 1 when GSO is off or was turned off at run time.
+    pub(crate) gso_segments: &'s AtomicUsize,
+    pub(crate) v6: bool,
+    pub(crate) max_payload: usize,
+}
+
+impl Sender<'_> {
+    /// [`crate::UdpSocket::send`].
+    pub(crate) fn send(&self, t: &Transmit<'_>) -> io::Result<()> {
+        check(t, self.v6, self.max_payload)?;
+        let dst = SockAddr::from(t.destination);
+        let seg = t.effective_segment_size();
+        let count = t.datagram_count();
+        if count == 1 {
+            let msg = OutMsg {
+                dst: &dst,
+                contents: t.contents,
+                segment_size: None,
+            };
+            sys::send_one(self.sock, self.counters, &msg)?;
+            self.counters.sent(1, t.contents.len());
+            return Ok(());
+        }
+        if self.gso_segments.load(Relaxed) > 1 {
+            // check() bounded the contents to < 65,536 bytes, so the segment size fits a u16.
+            let segment = u16::try_from(seg).map_err(|_| invalid(format!("segment size {seg}")))?;
+            let msg = OutMsg {
+                dst: &dst,
+                contents: t.contents,
+                segment_size: Some(segment),
+            };
+            match sys::send_one(self.sock, self.counters, &msg) {
+                Ok(()) => {
+                    self.counters.sent(count, t.contents.len());
+                    return Ok(());
+                }
+                Err(e) if is_gso_refusal(&e) => return self.fall_back(&dst, t.contents, seg, &e),
+                Err(e) => return Err(e),
+            }
+        }
+        send_split(self.sock, self.counters, &dst, t.contents, seg, 0)
+    }
+
+    /// A GSO send failed with `EIO`/`EINVAL`. We first send the first segment on its own: if that
+    /// fails too, the fault is not GSO's, and we keep GSO and report the error. Otherwise GSO is
+    /// off for good on this socket and the rest of the train follows as plain datagrams.
+    fn fall_back(
+        &self,
+        dst: &SockAddr,
+        contents: &[u8],
+        seg: usize,
+        cause: &io::Error,
+    ) -> io::Result<()> {
+        let first = contents.chunks(seg.max(1)).next().unwrap_or(&[]);
+        let msg = OutMsg {
+            dst,
+            contents: first,
+            segment_size: None,
+        };
+        sys::send_one(self.sock, self.counters, &msg)?;
+        self.counters.sent(1, first.len());
+        if self.gso_segments.swap(1, Relaxed) > 1 {
+            self.counters.gso_fallback();
+            warn!(error = %cause, "GSO send refused by the kernel; GSO is now off for this socket");
+        }
+        send_split(self.sock, self.counters, dst, contents, seg, 1)
+    }
+
+    /// [`crate::UdpSocket::send_batch`].
+    pub(crate) fn send_batch(&self, ts: &[Transmit<'_>]) -> io::Result<usize> {
+        let ts = ts.get(..ts.len().min(BATCH)).unwrap_or(ts);
+        let Some(first) = ts.first() else {
+            return Ok(0);
+        };
+        for t in ts {
+            check(t, self.v6, self.max_payload)?;
+        }
+        let gso_on = self.gso_segments.load(Relaxed) > 1;
+        if !gso_on && ts.iter().any(|t| t.datagram_count() > 1) {
+            // Without GSO a train is several syscalls anyway: send the transmits one by one.
+            for (i, t) in ts.iter().enumerate() {
+                if let Err(e) = self.send(t) {
+                    return if i == 0 { Err(e) } else { Ok(i) };
+                }
+            }
+            return Ok(ts.len());
+        }
+        let addrs: [SockAddr; BATCH] = std::array::from_fn(|i| {
+            let a = ts.get(i).map_or(first.destination, |t| t.destination);
+            SockAddr::from(a)
+        });
+        let mut msgs = [OutMsg {
+            dst: &addrs[0],
+            contents: &[],
+            segment_size: None,
+        }; BATCH];
+        for ((slot, t), dst) in msgs.iter_mut().zip(ts).zip(&addrs) {
+            let seg = t.effective_segment_size();
+            *slot = OutMsg {
+                dst,
+                contents: t.contents,
+                // check() bounded trains below 65,536 bytes; a failed conversion cannot happen.
+                segment_size: if t.datagram_count() > 1 {
+                    u16::try_from(seg).ok()
+                } else {
+                    None
+                },
+            };
+        }
+        let batch = msgs.get(..ts.len()).unwrap_or(&[]);
+        match sys::send_many(self.sock, self.counters, batch) {
+            Ok(m) => {
+                for t in ts.iter().take(m) {
+                    self.counters.sent(t.datagram_count(), t.contents.len());
+                }
+                Ok(m)
+            }
+            // sendmmsg reports an error only for its first message: run that one through send(),
+            // which tells a GSO refusal from other failures and falls back if needed.
+            Err(e) if is_gso_refusal(&e) && first.datagram_count() > 1 => {
+                self.send(first)?;
+                Ok(1)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}

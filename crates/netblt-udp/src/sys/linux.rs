@@ -1,0 +1,396 @@
+//! Linux fast path: `sendmsg` with a `UDP_SEGMENT` control message, `sendmmsg`, `recvmmsg` with
+//! `UDP_GRO`, `ppoll` and `clock_nanosleep`.
+//!
+//! Every array the kernel reads or writes (`mmsghdr`, `iovec`, address storage, control-message
+//! space) lives on the stack, sized for [`BATCH`] messages: no allocation per datagram.
+
+use std::{
+    io::{self, IoSliceMut},
+    mem::{self, MaybeUninit},
+    net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6},
+    os::fd::AsRawFd,
+    ptr,
+    time::{Duration, Instant},
+};
+
+use socket2::Socket;
+
+use super::OutMsg;
+use crate::{datagram::RecvMeta, stats::Counters, Readiness, BATCH, MAX_SEGMENTS};
+
+// From <linux/udp.h>. The libc crate exports these only for some target environments.
+const SOL_UDP: libc::c_int = libc::IPPROTO_UDP;
+const UDP_SEGMENT: libc::c_int = 103;
+const UDP_GRO: libc::c_int = 104;
+
+// From <asm/socket.h>: these differ on a few architectures and libc does not export them for gnu.
+#[cfg(any(target_arch = "mips", target_arch = "mips64"))]
+const SO_SNDBUFFORCE: libc::c_int = 31;
+#[cfg(any(target_arch = "sparc", target_arch = "sparc64"))]
+const SO_SNDBUFFORCE: libc::c_int = 0x100a;
+#[cfg(not(any(
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "sparc",
+    target_arch = "sparc64"
+)))]
+const SO_SNDBUFFORCE: libc::c_int = 32;
+#[cfg(any(target_arch = "sparc", target_arch = "sparc64"))]
+const SO_RCVBUFFORCE: libc::c_int = 0x100b;
+#[cfg(not(any(target_arch = "sparc", target_arch = "sparc64")))]
+const SO_RCVBUFFORCE: libc::c_int = 33;
+
+/// Segments per GSO send when GSO works (our cap, at most the kernel's `UDP_MAX_SEGMENTS`).
+pub(crate) const GSO_SEGMENTS: usize = MAX_SEGMENTS;
+/// Segments one GRO read may hold: the kernel coalesces up to 64 KiB, at most 64 segments.
+pub(crate) const GRO_SEGMENTS: usize = 64;
+
+// SAFETY: CMSG_SPACE is pure arithmetic on its argument.
+const GSO_CMSG_SPACE: usize = unsafe { libc::CMSG_SPACE(mem::size_of::<u16>() as u32) } as usize;
+/// Room for the `UDP_GRO` control message (an int) with slack; anything bigger sets `MSG_CTRUNC`,
+/// which we can ignore because we ask for nothing else.
+const RECV_CMSG_SPACE: usize = 64;
+
+/// Control-message space with the alignment of `cmsghdr` (that of `size_t`).
+#[repr(C, align(8))]
+#[derive(Clone, Copy)]
+struct CmsgBuf<const N: usize>([u8; N]);
+
+fn setsockopt_int(
+    sock: &Socket,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: we pass a pointer to a live c_int and its exact size.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Can this socket do GSO? Setting `UDP_SEGMENT` to 0 (no default segment size) succeeds exactly
+/// when the kernel knows the option, and leaves per-send behaviour unchanged. A device that
+/// cannot segment still shows up only at send time (EIO), which `send.rs` handles.
+pub(crate) fn probe_gso(sock: &Socket) -> bool {
+    setsockopt_int(sock, SOL_UDP, UDP_SEGMENT, 0).is_ok()
+}
+
+/// Turns on `UDP_GRO`; false when the kernel (before 5.0) does not know it.
+pub(crate) fn enable_gro(sock: &Socket) -> bool {
+    setsockopt_int(sock, SOL_UDP, UDP_GRO, 1).is_ok()
+}
+
+/// `SO_RCVBUFFORCE`/`SO_SNDBUFFORCE`: ignore `net.core.{r,w}mem_max` (needs `CAP_NET_ADMIN`).
+pub(crate) fn set_buffer_forced(sock: &Socket, recv: bool, size: usize) -> io::Result<()> {
+    let name = if recv { SO_RCVBUFFORCE } else { SO_SNDBUFFORCE };
+    let value = libc::c_int::try_from(size).unwrap_or(libc::c_int::MAX);
+    setsockopt_int(sock, libc::SOL_SOCKET, name, value)
+}
+
+/// Points `hdr` at `ctrl` and writes one `UDP_SEGMENT` control message into it.
+///
+/// # Safety
+/// `ctrl` must outlive every use of `hdr`.
+unsafe fn encode_gso(hdr: &mut libc::msghdr, ctrl: &mut CmsgBuf<GSO_CMSG_SPACE>, segment: u16) {
+    hdr.msg_control = ctrl.0.as_mut_ptr().cast();
+    hdr.msg_controllen = GSO_CMSG_SPACE as _;
+    // SAFETY: msg_control points at GSO_CMSG_SPACE aligned bytes, room for one header + u16.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(hdr);
+        (*cmsg).cmsg_level = SOL_UDP;
+        (*cmsg).cmsg_type = UDP_SEGMENT;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(mem::size_of::<u16>() as u32) as _;
+        ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), segment);
+    }
+}
+
+fn iovec_of(contents: &[u8]) -> libc::iovec {
+    libc::iovec {
+        // The kernel only reads through this pointer on send.
+        iov_base: contents.as_ptr() as *mut libc::c_void,
+        iov_len: contents.len(),
+    }
+}
+
+/// One `sendmsg` (retried on `EINTR`). UDP and raw sends are all-or-nothing.
+pub(crate) fn send_one(sock: &Socket, counters: &Counters, msg: &OutMsg<'_>) -> io::Result<()> {
+    let mut iov = iovec_of(msg.contents);
+    let mut ctrl = CmsgBuf([0u8; GSO_CMSG_SPACE]);
+    // SAFETY: an all-zero msghdr is a valid "nothing" value.
+    let mut hdr: libc::msghdr = unsafe { mem::zeroed() };
+    hdr.msg_name = msg.dst.as_ptr() as *mut libc::c_void;
+    hdr.msg_namelen = msg.dst.len();
+    hdr.msg_iov = &mut iov;
+    hdr.msg_iovlen = 1;
+    if let Some(segment) = msg.segment_size {
+        // SAFETY: ctrl lives until the end of this function, past the syscall.
+        unsafe { encode_gso(&mut hdr, &mut ctrl, segment) };
+    }
+    loop {
+        counters.send_syscall();
+        // SAFETY: hdr points at live iov, address and control buffers.
+        let r = unsafe { libc::sendmsg(sock.as_raw_fd(), &hdr, 0) };
+        if r >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            counters.note_error(&e);
+            return Err(e);
+        }
+    }
+}
+
+/// One `sendmmsg` for up to [`BATCH`] messages; returns how many the kernel took.
+///
+/// From sendmmsg(2): "A nonblocking call sends as many messages as possible (up to the limit
+/// specified by vlen) and returns immediately. [...] If an error occurs after at least one message
+/// has been sent, the call succeeds, and returns the number of messages sent."
+pub(crate) fn send_many(
+    sock: &Socket,
+    counters: &Counters,
+    msgs: &[OutMsg<'_>],
+) -> io::Result<usize> {
+    let n = msgs.len().min(BATCH);
+    if n == 0 {
+        return Ok(0);
+    }
+    let mut iovs = [libc::iovec {
+        iov_base: ptr::null_mut(),
+        iov_len: 0,
+    }; BATCH];
+    let mut ctrls = [CmsgBuf([0u8; GSO_CMSG_SPACE]); BATCH];
+    // SAFETY: all-zero mmsghdrs are valid empty headers.
+    let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { mem::zeroed() };
+    for (i, msg) in msgs.iter().take(n).enumerate() {
+        iovs[i] = iovec_of(msg.contents);
+        let hdr = &mut hdrs[i].msg_hdr;
+        hdr.msg_name = msg.dst.as_ptr() as *mut libc::c_void;
+        hdr.msg_namelen = msg.dst.len();
+        hdr.msg_iov = &mut iovs[i];
+        hdr.msg_iovlen = 1;
+        if let Some(segment) = msg.segment_size {
+            // SAFETY: ctrls outlives the syscall below.
+            unsafe { encode_gso(hdr, &mut ctrls[i], segment) };
+        }
+    }
+    loop {
+        counters.send_syscall();
+        // SAFETY: the first n headers point at live buffers.
+        let r =
+            unsafe { libc::sendmmsg(sock.as_raw_fd(), hdrs.as_mut_ptr(), n as libc::c_uint, 0) };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            counters.note_error(&e);
+            return Err(e);
+        }
+    }
+}
+
+/// Decodes a kernel-written socket address; anything but AF_INET/AF_INET6 becomes `0.0.0.0:0`.
+fn decode_addr(storage: &libc::sockaddr_storage) -> SocketAddr {
+    match libc::c_int::from(storage.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in; storage is larger and
+            // at least as aligned.
+            let sin =
+                unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            SocketAddr::V4(SocketAddrV4::new(
+                Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
+                u16::from_be(sin.sin_port),
+            ))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: as above, for sockaddr_in6.
+            let sin6 = unsafe {
+                &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>()
+            };
+            SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(sin6.sin6_addr.s6_addr),
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            ))
+        }
+        _ => RecvMeta::default().addr,
+    }
+}
+
+/// Reads the `UDP_GRO` segment size from a received header's control messages, if any.
+fn gro_stride(hdr: &libc::msghdr) -> Option<usize> {
+    // SAFETY: the kernel filled msg_control/msg_controllen; the CMSG_* walkers stay inside them.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(hdr);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == SOL_UDP && (*cmsg).cmsg_type == UDP_GRO {
+                let v = ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
+                return usize::try_from(v).ok().filter(|&s| s > 0);
+            }
+            cmsg = libc::CMSG_NXTHDR(hdr, cmsg);
+        }
+    }
+    None
+}
+
+/// One `recvmmsg` into up to [`BATCH`] buffers; fills `meta` and returns how many were filled.
+pub(crate) fn recv_many(
+    sock: &Socket,
+    counters: &Counters,
+    bufs: &mut [IoSliceMut<'_>],
+    meta: &mut [RecvMeta],
+) -> io::Result<usize> {
+    let n = bufs.len().min(meta.len()).min(BATCH);
+    if n == 0 {
+        return Ok(0);
+    }
+    let mut names = [const { MaybeUninit::<libc::sockaddr_storage>::zeroed() }; BATCH];
+    let mut ctrls = [CmsgBuf([0u8; RECV_CMSG_SPACE]); BATCH];
+    // SAFETY: all-zero mmsghdrs are valid empty headers.
+    let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { mem::zeroed() };
+    for i in 0..n {
+        let hdr = &mut hdrs[i].msg_hdr;
+        hdr.msg_name = names[i].as_mut_ptr().cast();
+        hdr.msg_namelen = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // IoSliceMut is guaranteed ABI-compatible with iovec on Unix.
+        hdr.msg_iov = (&mut bufs[i] as *mut IoSliceMut<'_>).cast::<libc::iovec>();
+        hdr.msg_iovlen = 1;
+        hdr.msg_control = ctrls[i].0.as_mut_ptr().cast();
+        hdr.msg_controllen = RECV_CMSG_SPACE as _;
+    }
+    let count = loop {
+        counters.recv_syscall();
+        // SAFETY: the first n headers point at live buffers of the stated sizes. No timeout: the
+        // socket is non-blocking (recvmmsg's own timeout is broken, see BUGS in recvmmsg(2)).
+        let r = unsafe {
+            libc::recvmmsg(
+                sock.as_raw_fd(),
+                hdrs.as_mut_ptr(),
+                n as libc::c_uint,
+                0,
+                ptr::null_mut(),
+            )
+        };
+        if r >= 0 {
+            break (r as usize).min(n);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            counters.note_error(&e);
+            return Err(e);
+        }
+    };
+    for i in 0..count {
+        let hdr = &hdrs[i].msg_hdr;
+        // SAFETY: zero-initialised, then possibly written by the kernel: always initialised.
+        let addr = decode_addr(unsafe { names[i].assume_init_ref() });
+        // The kernel never reports more than it copied (we do not pass MSG_TRUNC), but clamp to
+        // the buffer anyway so that no later slice can go out of bounds.
+        let len = (hdrs[i].msg_len as usize).min(bufs[i].len());
+        let truncated = hdr.msg_flags & libc::MSG_TRUNC != 0;
+        let stride = gro_stride(hdr).unwrap_or(len);
+        meta[i] = RecvMeta {
+            addr,
+            len,
+            stride,
+            truncated,
+        };
+    }
+    Ok(count)
+}
+
+/// `ppoll` on one socket. `None` waits forever; the timeout has nanosecond resolution (plain
+/// `poll` would round up to whole milliseconds, too coarse for pacing).
+pub(crate) fn wait(
+    sock: &Socket,
+    readable: bool,
+    writable: bool,
+    timeout: Option<Duration>,
+) -> io::Result<Readiness> {
+    let mut events = 0;
+    if readable {
+        events |= libc::POLLIN;
+    }
+    if writable {
+        events |= libc::POLLOUT;
+    }
+    let deadline = timeout.map(|t| Instant::now().checked_add(t));
+    loop {
+        let mut pfd = libc::pollfd {
+            fd: sock.as_raw_fd(),
+            events,
+            revents: 0,
+        };
+        let ts = match deadline {
+            None | Some(None) => None, // no timeout, or one too far to represent
+            Some(Some(d)) => {
+                let left = d.saturating_duration_since(Instant::now());
+                Some(libc::timespec {
+                    tv_sec: libc::time_t::try_from(left.as_secs()).unwrap_or(libc::time_t::MAX),
+                    tv_nsec: left.subsec_nanos() as _,
+                })
+            }
+        };
+        let ts_ptr = ts
+            .as_ref()
+            .map_or(ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: one valid pollfd; ts_ptr is null or points at a live timespec.
+        let r = unsafe { libc::ppoll(&mut pfd, 1, ts_ptr, ptr::null()) };
+        if r >= 0 {
+            return Ok(Readiness {
+                readable: pfd.revents & libc::POLLIN != 0,
+                writable: pfd.revents & libc::POLLOUT != 0,
+                error: pfd.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0,
+            });
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Sleeps in the kernel for `d` (relative `clock_nanosleep` on `CLOCK_MONOTONIC`, the clock
+/// behind `std::time::Instant`). May return early on a signal; the caller loops.
+pub(crate) fn sleep(d: Duration) {
+    let ts = libc::timespec {
+        tv_sec: libc::time_t::try_from(d.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_nsec: d.subsec_nanos() as _,
+    };
+    // SAFETY: ts is a valid timespec; we do not want the remainder.
+    unsafe {
+        libc::clock_nanosleep(libc::CLOCK_MONOTONIC, 0, &ts, ptr::null_mut());
+    }
+}
+
+/// `prctl(PR_SET_TIMERSLACK)` for the calling thread; 0 restores the default.
+pub(crate) fn set_timer_slack(slack: Duration) -> io::Result<()> {
+    let ns = libc::c_ulong::try_from(slack.as_nanos()).unwrap_or(libc::c_ulong::MAX);
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument.
+    let r = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns, 0, 0, 0) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `prctl(PR_GET_TIMERSLACK)` for the calling thread.
+pub(crate) fn timer_slack() -> Option<Duration> {
+    // SAFETY: PR_GET_TIMERSLACK takes no argument and returns the slack in ns.
+    let r = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    u64::try_from(r).ok().map(Duration::from_nanos)
+}

@@ -1,0 +1,342 @@
+//! OPEN (type 0) and RESPONSE (type 1): connection setup and parameter negotiation.
+//!
+//! ```text
+//!  0                   1                   2                   3
+//!  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//! +---------------------------------------------------------------+
+//! |                    common header (12 bytes)                   |
+//! +---------------------------------------------------------------+
+//! |                       Connection Unique ID                    |  12
+//! +---------------------------------------------------------------+
+//! |                         Buffer Size                           |  16
+//! +---------------------------------------------------------------+
+//! |                       Transfer Size                           |  20
+//! +-------------------------------+-------------------------------+
+//! |        DATA packet size       |          Burst Size           |  24
+//! +-------------------------------+-------------------------------+
+//! |           Burst Rate          |       Death Timer Value       |  28
+//! +---------------------------+-+-+-------------------------------+
+//! |       Reserved (MBZ)      |C|M| Maximum # Outstanding Buffers |  32
+//! +---------------------------+-+-+-------------------------------+
+//! | Client String ... NUL, NUL padding to a multiple of 4         |  36
+//! +---------------------------------------------------------------+
+//! ```
+//!
+//! RESPONSE uses the same layout; the passive end returns the UID and the (possibly more
+//! restrictive) parameters it accepts. The flag word at offset 32 is read as a big-endian u16:
+//! M = 0x0001 ("the transfer mode (0 = READ, 1 = WRITE)"), C = 0x0002 ("the DATA packet data
+//! checksum flag (0 = do not checksum DATA packet data, 1 = do)"); the other bits are
+//! reserved, written as zero and ignored on parse.
+//!
+//! Never-panic contract: [`OpenRepr::parse`] bounds-checks its input and never panics, and
+//! [`OpenRepr::emit`] never panics for any buffer.
+
+use core::fmt;
+
+use crate::field::{self, Field};
+use crate::{string, Error, OPEN_FIXED_LEN};
+
+/// Byte ranges of the OPEN/RESPONSE body (RFC 998 §8).
+mod fields {
+    use super::Field;
+    pub(super) const UID: Field = 12..16;
+    pub(super) const BUFFER_SIZE: Field = 16..20;
+    pub(super) const TRANSFER_SIZE: Field = 20..24;
+    pub(super) const DATA_PACKET_SIZE: Field = 24..26;
+    pub(super) const BURST_SIZE: Field = 26..28;
+    pub(super) const BURST_RATE: Field = 28..30;
+    pub(super) const DEATH_TIMER: Field = 30..32;
+    pub(super) const FLAGS: Field = 32..34;
+    pub(super) const MAX_OUTSTANDING: Field = 34..36;
+    pub(super) const CLIENT: usize = 36;
+}
+
+/// The M bit: "the transfer mode (0 = READ, 1 = WRITE)".
+pub(crate) const FLAG_MODE_WRITE: u16 = 0x0001;
+/// The C bit: "the DATA packet data checksum flag".
+pub(crate) const FLAG_CHECKSUM_DATA: u16 = 0x0002;
+
+/// The transfer mode (the M bit), seen from the active (opening) end: WRITE means the active
+/// end sends the data (notes §Z9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// M = 0: the active end reads (receives) data.
+    Read,
+    /// M = 1: the active end writes (sends) data.
+    Write,
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Read => "READ",
+            Mode::Write => "WRITE",
+        })
+    }
+}
+
+/// The body of an OPEN or RESPONSE packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenRepr<'a> {
+    /// Connection Unique ID, chosen by the active end; RESPONSE returns it.
+    pub uid: u32,
+    /// "size in bytes of each NETBLT buffer (save the last)".
+    pub buffer_size: u32,
+    /// "(optional) the size in bytes of the transfer", for the client only (0 = not given).
+    pub transfer_size: u32,
+    /// "length of each DATA packet in bytes".
+    pub data_packet_size: u16,
+    /// "Number of DATA packets in a burst".
+    pub burst_size: u16,
+    /// The RFC's "Burst Rate": "Transmit time in milliseconds of a single burst".
+    pub burst_interval_ms: u16,
+    /// "Packet sender's death timer value in seconds".
+    pub death_timer_s: u16,
+    /// The C flag: checksum DATA packet data.
+    pub checksum_data: bool,
+    /// The M flag: transfer mode.
+    pub mode: Mode,
+    /// "maximum number of buffers that can be transferred before waiting for an OK message".
+    pub max_outstanding: u16,
+    /// The client string, without its NUL terminator and padding.
+    pub client: &'a [u8],
+}
+
+impl<'a> OpenRepr<'a> {
+    /// Parses the body of an OPEN/RESPONSE from `packet`, the packet cut to its Length field.
+    ///
+    /// Fails with [`Error::BadLength`] if `packet` is shorter than 40 bytes and
+    /// [`Error::BadString`] if the client string area holds no NUL. Header fields and the
+    /// checksum are not looked at here; [`Packet::parse`](crate::Packet::parse) does that.
+    pub fn parse(packet: &'a [u8]) -> Result<Self, Error> {
+        if packet.len() < OPEN_FIXED_LEN + 4 {
+            return Err(Error::BadLength);
+        }
+        let area = packet.get(fields::CLIENT..).ok_or(Error::BadLength)?;
+        let client = string::parse(area)?;
+        let flags = field::get_u16(packet, fields::FLAGS);
+        Ok(OpenRepr {
+            uid: field::get_u32(packet, fields::UID),
+            buffer_size: field::get_u32(packet, fields::BUFFER_SIZE),
+            transfer_size: field::get_u32(packet, fields::TRANSFER_SIZE),
+            data_packet_size: field::get_u16(packet, fields::DATA_PACKET_SIZE),
+            burst_size: field::get_u16(packet, fields::BURST_SIZE),
+            burst_interval_ms: field::get_u16(packet, fields::BURST_RATE),
+            death_timer_s: field::get_u16(packet, fields::DEATH_TIMER),
+            checksum_data: flags & FLAG_CHECKSUM_DATA != 0,
+            mode: if flags & FLAG_MODE_WRITE != 0 {
+                Mode::Write
+            } else {
+                Mode::Read
+            },
+            max_outstanding: field::get_u16(packet, fields::MAX_OUTSTANDING),
+            client,
+        })
+    }
+
+    /// The whole packet length, header included: 36 bytes plus the padded client string.
+    pub fn buffer_len(&self) -> usize {
+        OPEN_FIXED_LEN.saturating_add(string::area_len(self.client))
+    }
+
+    /// Writes the body (bytes 12..) into `packet`, which must be exactly
+    /// [`buffer_len`](Self::buffer_len) long; the header is left alone.
+    ///
+    /// Fails with [`Error::BadString`] if the client string contains a NUL and
+    /// [`Error::BufferTooSmall`] if `packet` has the wrong size.
+    pub fn emit(&self, packet: &mut [u8]) -> Result<(), Error> {
+        string::check(self.client)?;
+        if packet.len() != self.buffer_len() {
+            return Err(Error::BufferTooSmall);
+        }
+        let mut flags = 0;
+        if self.checksum_data {
+            flags |= FLAG_CHECKSUM_DATA;
+        }
+        if self.mode == Mode::Write {
+            flags |= FLAG_MODE_WRITE;
+        }
+        field::set_u32(packet, fields::UID, self.uid);
+        field::set_u32(packet, fields::BUFFER_SIZE, self.buffer_size);
+        field::set_u32(packet, fields::TRANSFER_SIZE, self.transfer_size);
+        field::set_u16(packet, fields::DATA_PACKET_SIZE, self.data_packet_size);
+        field::set_u16(packet, fields::BURST_SIZE, self.burst_size);
+        field::set_u16(packet, fields::BURST_RATE, self.burst_interval_ms);
+        field::set_u16(packet, fields::DEATH_TIMER, self.death_timer_s);
+        field::set_u16(packet, fields::FLAGS, flags);
+        field::set_u16(packet, fields::MAX_OUTSTANDING, self.max_outstanding);
+        let area = packet
+            .get_mut(fields::CLIENT..)
+            .ok_or(Error::BufferTooSmall)?;
+        string::emit(self.client, area)
+    }
+}
+
+impl fmt::Display for OpenRepr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "uid={:#010x} mode={} bufsize={} xfer={} pktsize={} burst={}/{}ms death={}s maxout={}{} client=\"{}\"",
+            self.uid,
+            self.mode,
+            self.buffer_size,
+            self.transfer_size,
+            self.data_packet_size,
+            self.burst_size,
+            self.burst_interval_ms,
+            self.death_timer_s,
+            self.max_outstanding,
+            if self.checksum_data { " C" } else { "" },
+            self.client.escape_ascii(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_util::check_exact;
+    use crate::{Packet, Repr};
+
+    #[rustfmt::skip]
+    const OPEN: [u8; 40] = [
+        0xa0, 0x79,             // checksum (over all 40 bytes)
+        0x01,                   // version 1
+        0x00,                   // type OPEN
+        0x00, 0x28,             // length 40
+        0x03, 0xe8,             // local port 1000
+        0x07, 0xd0,             // foreign port 2000
+        0x00, 0x00,             // padding
+        0x12, 0x34, 0x56, 0x78, // connection UID
+        0x00, 0x00, 0x40, 0x00, // buffer size 16384
+        0x00, 0x0f, 0x42, 0x40, // transfer size 1_000_000
+        0x05, 0x9e,             // DATA packet size 1438
+        0x00, 0x05,             // burst size 5
+        0x00, 0x64,             // burst rate 100 ms
+        0x00, 0x3c,             // death timer 60 s
+        0x00, 0x03,             // flags: C (0x0002) | M = WRITE (0x0001)
+        0x00, 0x02,             // max outstanding buffers 2
+        b'a', b'b', 0x00, 0x00, // client string "ab", NUL, pad
+    ];
+
+    fn open_packet() -> Packet<'static> {
+        Packet {
+            local_port: 1000,
+            foreign_port: 2000,
+            repr: Repr::Open(OpenRepr {
+                uid: 0x1234_5678,
+                buffer_size: 16384,
+                transfer_size: 1_000_000,
+                data_packet_size: 1438,
+                burst_size: 5,
+                burst_interval_ms: 100,
+                death_timer_s: 60,
+                checksum_data: true,
+                mode: Mode::Write,
+                max_outstanding: 2,
+                client: b"ab",
+            }),
+        }
+    }
+
+    #[test]
+    fn open_bytes() {
+        check_exact(&OPEN, &open_packet(), 40, 0xa079);
+    }
+
+    #[rustfmt::skip]
+    const RESPONSE: [u8; 40] = [
+        0x66, 0x1e,             // checksum
+        0x01,                   // version 1
+        0x01,                   // type RESPONSE
+        0x00, 0x28,             // length 40
+        0x07, 0xd0,             // local port 2000 (the passive end)
+        0x03, 0xe8,             // foreign port 1000
+        0x00, 0x00,             // padding
+        0x12, 0x34, 0x56, 0x78, // connection UID, echoed
+        0x00, 0x00, 0x20, 0x00, // buffer size 8192
+        0x00, 0x00, 0x00, 0x00, // transfer size 0 (not given)
+        0x04, 0x00,             // DATA packet size 1024
+        0x00, 0x03,             // burst size 3
+        0x00, 0x32,             // burst rate 50 ms
+        0x00, 0x1e,             // death timer 30 s
+        0x00, 0x00,             // flags: C = 0, M = READ
+        0x00, 0x01,             // max outstanding buffers 1
+        0x00, 0x00, 0x00, 0x00, // empty client string: NUL + 3 pad
+    ];
+
+    #[test]
+    fn response_bytes() {
+        let p = Packet {
+            local_port: 2000,
+            foreign_port: 1000,
+            repr: Repr::Response(OpenRepr {
+                uid: 0x1234_5678,
+                buffer_size: 8192,
+                transfer_size: 0,
+                data_packet_size: 1024,
+                burst_size: 3,
+                burst_interval_ms: 50,
+                death_timer_s: 30,
+                checksum_data: false,
+                mode: Mode::Read,
+                max_outstanding: 1,
+                client: b"",
+            }),
+        };
+        check_exact(&RESPONSE, &p, 40, 0x661e);
+    }
+
+    #[test]
+    fn reserved_flag_bits_are_ignored() {
+        let mut b = OPEN;
+        b[32] = 0xff; // reserved bits set
+        b[33] = 0xfc; // reserved bits set, C = 0, M = 0
+        let sum = crate::checksum(&b[2..]);
+        b[..2].copy_from_slice(&sum.to_be_bytes());
+        let Repr::Open(o) = Packet::parse(&b).unwrap().repr else {
+            panic!("not an OPEN")
+        };
+        assert!(!o.checksum_data);
+        assert_eq!(o.mode, Mode::Read);
+    }
+
+    #[test]
+    fn client_string_without_nul_is_rejected() {
+        let mut b = OPEN;
+        b[38] = b'c';
+        b[39] = b'd';
+        let sum = crate::checksum(&b[2..]);
+        b[..2].copy_from_slice(&sum.to_be_bytes());
+        assert_eq!(Packet::parse(&b), Err(Error::BadString));
+    }
+
+    #[test]
+    fn short_open_is_rejected() {
+        // A 36-byte OPEN has no room for the string's NUL.
+        let mut b = OPEN[..36].to_vec();
+        b[5] = 36;
+        let sum = crate::checksum(&b[2..]);
+        b[..2].copy_from_slice(&sum.to_be_bytes());
+        assert_eq!(Packet::parse(&b), Err(Error::BadLength));
+        assert_eq!(OpenRepr::parse(&b), Err(Error::BadLength));
+    }
+
+    #[test]
+    fn client_with_nul_does_not_emit() {
+        let mut p = open_packet();
+        if let Repr::Open(o) = &mut p.repr {
+            o.client = b"a\0b";
+        }
+        assert_eq!(p.emit(&mut [0u8; 64]), Err(Error::BadString));
+    }
+
+    #[test]
+    fn display() {
+        assert_eq!(
+            open_packet().to_string(),
+            "OPEN 1000>2000 uid=0x12345678 mode=WRITE bufsize=16384 xfer=1000000 pktsize=1438 \
+             burst=5/100ms death=60s maxout=2 C client=\"ab\""
+        );
+    }
+}
