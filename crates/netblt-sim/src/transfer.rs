@@ -102,6 +102,13 @@ pub struct TransferReport {
     pub verified: bool,
     /// Why the transfer failed, if it did.
     pub error: Option<String>,
+    /// Bytes the receiver's application was given.
+    pub delivered: u64,
+    /// Some delivered byte differed from what was sent (must never happen).
+    pub wrong_delivery: bool,
+    /// The failure was the death timer (or OPEN retries running out): the
+    /// protocol's own, clear way of giving up.
+    pub gave_up: bool,
     pub outcome: String,
     pub seed: u64,
     pub sim_events: u64,
@@ -181,13 +188,18 @@ impl Node for SenderNode {
     }
 }
 
-/// Host B: the passive end, hashing what arrives.
+/// Host B: the passive end, hashing what arrives and checking every byte
+/// against the sender's stream as it is delivered.
 struct ReceiverNode {
     config: Config,
     conn: Option<Connection>,
     hash: blake3::Hasher,
     received: u64,
     error: Option<ConnectionError>,
+    /// The same stream the sender generates, to compare deliveries with.
+    expected: ChaCha8Rng,
+    scratch: Vec<u8>,
+    wrong_delivery: bool,
 }
 
 impl ReceiverNode {
@@ -198,6 +210,9 @@ impl ReceiverNode {
         while let Some(e) = conn.poll_event() {
             match e {
                 Event::BufferReceived { data, .. } => {
+                    self.scratch.resize(data.len(), 0);
+                    self.expected.fill_bytes(&mut self.scratch);
+                    self.wrong_delivery |= self.scratch != data;
                     self.hash.update(&data);
                     self.received += data.len() as u64;
                     conn.recycle(data);
@@ -292,6 +307,9 @@ pub fn run_transfer(spec: &TransferSpec) -> Result<TransferReport, TransferError
         hash: blake3::Hasher::new(),
         received: 0,
         error: None,
+        expected: ChaCha8Rng::seed_from_u64(spec.seed ^ 0xda7a),
+        scratch: Vec::new(),
+        wrong_delivery: false,
     };
     let mut sim = Simulation::new(a, b, spec.path.clone(), spec.seed)?;
     let outcome = sim.run(Instant::ZERO + spec.time_limit);
@@ -315,7 +333,10 @@ pub fn run_transfer(spec: &TransferSpec) -> Result<TransferReport, TransferError
     let sent_total = sender.data_packets_sent + sender.data_packets_retransmitted;
     let arrived = receiver.data_packets_received + receiver.duplicate_data;
     let params = *a.conn.params();
-    Ok(TransferReport {
+    let gave_up = [a.error.as_ref(), b.error.as_ref()].into_iter().flatten().any(|e| {
+        matches!(e, ConnectionError::DeathTimeout { .. } | ConnectionError::OpenTimeout { .. })
+    });
+    let report = TransferReport {
         bytes: spec.size,
         burst_size: params.burst_size,
         burst_interval_ms: params.burst_interval_ms,
@@ -338,11 +359,15 @@ pub fn run_transfer(spec: &TransferSpec) -> Result<TransferReport, TransferError
         } else {
             error.or_else(|| Some("data mismatch".into()))
         },
+        delivered: b.received,
+        wrong_delivery: b.wrong_delivery,
+        gave_up,
         outcome: format!("{outcome:?}"),
         seed: spec.seed,
         sim_events: stats.events,
         sender,
         receiver,
         sim: Some(stats),
-    })
+    };
+    Ok(report)
 }

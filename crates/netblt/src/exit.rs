@@ -1,0 +1,49 @@
+//! Exit codes, documented in the README ("Exit codes").
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success |
+//! | 1 | the transfer or measurement failed (peer error, integrity check, death timer) |
+//! | 2 | bad command line or arguments |
+//! | 3 | local error: file, permission, disk full |
+//! | 4 | network error: unreachable, refused |
+//! | 5 | the emulator could not be set up (needs root and /dev/net/tun) |
+
+pub const OK: i32 = 0;
+pub const FAILED: i32 = 1;
+pub const USAGE: i32 = 2;
+pub const LOCAL: i32 = 3;
+pub const NETWORK: i32 = 4;
+pub const EMULATOR: i32 = 5;
+
+/// An error that knows its exit code; displayed as one line.
+#[derive(Debug)]
+pub struct CliError {
+    pub code: i32,
+    pub message: String,
+}
+
+impl CliError {
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        CliError {
+            code,
+            message: message.into(),
+        }
+    }
+    pub fn usage(message: impl Into<String>) -> Self {
+        CliError::new(USAGE, message)
+    }
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// The exit code for any error: a `CliError`'s own, else 1.
+pub fn code_of(e: &anyhow::Error) -> i32 {
+    e.downcast_ref::<CliError>().map_or(FAILED, |c| c.code)
+}

@@ -1,0 +1,88 @@
+//! netblt: bulk data transfer over any network with NETBLT (RFC 998, as
+//! revised by RFC 1030), and honest network measurement.
+//!
+//! This binary is the top layer: it parses the command line and calls the
+//! library crates (engine, simulator, UDP driver, emulator, measurement).
+
+#![allow(unreachable_pub)] // a binary: `pub` marks what subcommands share
+
+mod commands;
+mod exit;
+mod units;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "netblt", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    /// Log filter for diagnostics on stderr (e.g. `netblt_proto=debug`);
+    /// also read from RUST_LOG.
+    #[arg(long, global = true)]
+    log: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// One memory-to-memory NETBLT transfer in the deterministic simulator.
+    Sim(commands::sim::SimArgs),
+    /// List the named network profiles (simulator and emulator).
+    Profiles(commands::profiles::ProfilesArgs),
+    /// Run a command across an emulated network path (TUN + namespaces; root).
+    Emu(netblt_emu::cli::EmuArgs),
+    /// Echo server for `netblt rtt`, `netblt load` and `netblt cpu` (dkbenchs).
+    Echo(netblt_measure::cli::EchoArgs),
+    /// Round-trip times over packet sizes, one message at a time (dkbench).
+    Rtt(netblt_measure::cli::RttArgs),
+    /// N concurrent one-way transfers, with RTT under load (trafgen).
+    Load(netblt_measure::cli::LoadArgs),
+    /// Throughput and delay models of the XUNET report.
+    Model(netblt_measure::cli::ModelArgs),
+    /// Throughput and CPU cost against message size (RFC 415).
+    Cpu(netblt_measure::cli::CpuArgs),
+}
+
+fn init_logging(filter: Option<&str>) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match filter {
+        Some(f) => EnvFilter::new(f),
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .try_init();
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // clap prints help/version to stdout with success, errors to
+            // stderr with usage: keep its formatting, our exit code.
+            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    init_logging(cli.log.as_deref());
+    let result: anyhow::Result<i32> = match cli.command {
+        Command::Sim(a) => commands::sim::run(a).map(|()| exit::OK),
+        Command::Profiles(a) => commands::profiles::run(a).map(|()| exit::OK),
+        Command::Emu(a) => netblt_emu::cli::run(a),
+        Command::Echo(a) => netblt_measure::cli::run_echo(a).map(|()| exit::OK),
+        Command::Rtt(a) => netblt_measure::cli::run_rtt(a).map(|()| exit::OK),
+        Command::Load(a) => netblt_measure::cli::run_load(a).map(|()| exit::OK),
+        Command::Model(a) => netblt_measure::cli::run_model(a).map(|()| exit::OK),
+        Command::Cpu(a) => netblt_measure::cli::run_cpu(a).map(|()| exit::OK),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("netblt: {e:#}");
+            std::process::exit(exit::code_of(&e));
+        }
+    }
+}
