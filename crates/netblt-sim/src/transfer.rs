@@ -333,9 +333,15 @@ pub fn run_transfer(spec: &TransferSpec) -> Result<TransferReport, TransferError
     let sent_total = sender.data_packets_sent + sender.data_packets_retransmitted;
     let arrived = receiver.data_packets_received + receiver.duplicate_data;
     let params = *a.conn.params();
-    let gave_up = [a.error.as_ref(), b.error.as_ref()].into_iter().flatten().any(|e| {
-        matches!(e, ConnectionError::DeathTimeout { .. } | ConnectionError::OpenTimeout { .. })
-    });
+    let gave_up = [a.error.as_ref(), b.error.as_ref()]
+        .into_iter()
+        .flatten()
+        .any(|e| {
+            matches!(
+                e,
+                ConnectionError::DeathTimeout { .. } | ConnectionError::OpenTimeout { .. }
+            )
+        });
     let report = TransferReport {
         bytes: spec.size,
         burst_size: params.burst_size,

@@ -14,12 +14,22 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 fn random_link(rng: &mut ChaCha8Rng) -> LinkConfig {
-    let loss = if rng.random_bool(0.3) { 0.0 } else { rng.random_range(0.0..0.5) };
+    let loss = if rng.random_bool(0.3) {
+        0.0
+    } else {
+        rng.random_range(0.0..0.5)
+    };
     LinkConfig {
-        rate_bps: rng.random_bool(0.5).then(|| rng.random_range(100_000..100_000_000)),
+        rate_bps: rng
+            .random_bool(0.5)
+            .then(|| rng.random_range(100_000..100_000_000)),
         delay: Duration::from_micros(rng.random_range(0..50_000)),
         jitter: Duration::from_micros(rng.random_range(0..2_000)),
-        loss: if loss > 0.0 { LossModel::Bernoulli { p: loss } } else { LossModel::None },
+        loss: if loss > 0.0 {
+            LossModel::Bernoulli { p: loss }
+        } else {
+            LossModel::None
+        },
         corrupt: rng.random_range(0.0..0.05),
         duplicate: rng.random_range(0.0..0.05),
         reorder: rng.random_range(0.0..0.1),
@@ -64,7 +74,11 @@ fn random_spec(seed: u64, max_size: u64) -> TransferSpec {
     let mut spec = TransferSpec::new(path, params, size);
     spec.seed = seed;
     spec.death_timeout = Duration::from_secs(5);
-    spec.pacing_clock = if rng.random_bool(0.5) { PacingClock::Virtual } else { PacingClock::FromActualStart };
+    spec.pacing_clock = if rng.random_bool(0.5) {
+        PacingClock::Virtual
+    } else {
+        PacingClock::FromActualStart
+    };
     spec.time_limit = Duration::from_secs(24 * 3600);
     spec
 }
@@ -75,7 +89,10 @@ fn check(seeds: std::ops::Range<u64>, max_size: u64) {
         let spec = random_spec(seed, max_size);
         let r = run_transfer(&spec).expect("valid spec");
         assert!(!r.wrong_delivery, "seed {seed}: a wrong byte was delivered");
-        assert!(r.delivered <= spec.size, "seed {seed}: more bytes delivered than sent");
+        assert!(
+            r.delivered <= spec.size,
+            "seed {seed}: more bytes delivered than sent"
+        );
         if r.verified {
             ok += 1;
             assert_eq!(r.delivered, spec.size, "seed {seed}");
@@ -95,7 +112,10 @@ fn check(seeds: std::ops::Range<u64>, max_size: u64) {
         }
     }
     eprintln!("{ok} verified, {gave_up} ended by the death timer");
-    assert!(ok > gave_up * 4, "too many failures: {ok} ok, {gave_up} gave up");
+    assert!(
+        ok > gave_up * 4,
+        "too many failures: {ok} ok, {gave_up} gave up"
+    );
 }
 
 #[test]
@@ -114,7 +134,17 @@ fn many_seeds_end_correctly() {
 fn boundary_sizes_on_a_clean_path() {
     let psz = 1000u16;
     let bsz = 10_000u32;
-    for size in [0u64, 1, 999, 1000, 1001, 9_999, 10_000, 10_001, 3 * 10_000 + 1] {
+    for size in [
+        0u64,
+        1,
+        999,
+        1000,
+        1001,
+        9_999,
+        10_000,
+        10_001,
+        3 * 10_000 + 1,
+    ] {
         for buffers in [1u16, 3] {
             let params = TransferParams {
                 packet_size: psz,
@@ -130,7 +160,11 @@ fn boundary_sizes_on_a_clean_path() {
             let spec = TransferSpec::new(path, params, size);
             let r = run_transfer(&spec).unwrap();
             assert!(r.verified, "size {size}, {buffers} buffers: {:?}", r.error);
-            assert_eq!((r.retransmitted, r.data_timeouts, r.lost), (0, 0, 0), "size {size}");
+            assert_eq!(
+                (r.retransmitted, r.data_timeouts, r.lost),
+                (0, 0, 0),
+                "size {size}"
+            );
         }
     }
 }
@@ -140,5 +174,8 @@ fn boundary_sizes_on_a_clean_path() {
 fn runs_are_reproducible() {
     let a = run_transfer(&random_spec(42, 100_000)).unwrap();
     let b = run_transfer(&random_spec(42, 100_000)).unwrap();
-    assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap()
+    );
 }

@@ -26,11 +26,11 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// One memory-to-memory NETBLT transfer in the deterministic simulator.
-    Sim(commands::sim::SimArgs),
+    Sim(Box<commands::sim::SimArgs>),
     /// List the named network profiles (simulator and emulator).
     Profiles(commands::profiles::ProfilesArgs),
     /// Run a command across an emulated network path (TUN + namespaces; root).
-    Emu(netblt_emu::cli::EmuArgs),
+    Emu(Box<netblt_emu::cli::EmuArgs>),
     /// Echo server for `netblt rtt`, `netblt load` and `netblt cpu` (dkbenchs).
     Echo(netblt_measure::cli::EchoArgs),
     /// Round-trip times over packet sizes, one message at a time (dkbench).
@@ -42,6 +42,9 @@ enum Command {
     /// Throughput and CPU cost against message size (RFC 415).
     Cpu(netblt_measure::cli::CpuArgs),
 }
+
+// The emulator's own exit code for a missing environment is ours.
+const _: () = assert!(netblt_emu::cli::EXIT_ENVIRONMENT == exit::EMULATOR);
 
 fn init_logging(filter: Option<&str>) {
     use tracing_subscriber::EnvFilter;
@@ -62,16 +65,20 @@ fn main() {
         Err(e) => {
             // clap prints help/version to stdout with success, errors to
             // stderr with usage: keep its formatting, our exit code.
-            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
             let _ = e.print();
             std::process::exit(code);
         }
     };
     init_logging(cli.log.as_deref());
     let result: anyhow::Result<i32> = match cli.command {
-        Command::Sim(a) => commands::sim::run(a).map(|()| exit::OK),
+        Command::Sim(a) => commands::sim::run(*a).map(|()| exit::OK),
         Command::Profiles(a) => commands::profiles::run(a).map(|()| exit::OK),
-        Command::Emu(a) => netblt_emu::cli::run(a),
+        Command::Emu(a) => netblt_emu::cli::run(*a),
         Command::Echo(a) => netblt_measure::cli::run_echo(a).map(|()| exit::OK),
         Command::Rtt(a) => netblt_measure::cli::run_rtt(a).map(|()| exit::OK),
         Command::Load(a) => netblt_measure::cli::run_load(a).map(|()| exit::OK),
