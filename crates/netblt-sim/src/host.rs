@@ -1,19 +1,48 @@
 //! One simulated host: a node, one CPU and one network interface.
 //!
-//! The CPU serves, in this order: packets waiting in the interface (charged
+//! The CPU serves, in this order: a packet of its own waiting for an
+//! interface buffer, packets waiting in the interface (charged
 //! `recv_fixed + recv_per_byte * len`; the node sees the datagram when that
 //! time has passed), then a due timer (free), then transmission
 //! (`poll_transmit`, charged `send_fixed + send_per_byte * len`; the packet
 //! reaches the interface when that time has passed).
 //!
+//! # Interface buffers: held while the CPU copies
+//!
 //! The interface has `nic_buffers` hardware buffers shared by both
-//! directions. A received packet holds one from its arrival until the CPU
-//! starts on it (the CPU's first act is to copy it out of the interface; we
-//! charge that copy with the rest of the receive cost, so releasing at the end
-//! would make a one-buffer host unable to receive back-to-back packets at the
-//! rate RFC 1030 §4 reports). A packet to send holds one from the hand-off
-//! until its last bit is out. A half-duplex interface is deaf while it
-//! transmits: a packet whose reception overlaps a transmission is lost.
+//! directions. RFC 1030 §4 describes each packet as two copies of its bytes
+//! plus fixed work. Receiving: the PC/AT can "DMA a maximum-sized data packet
+//! from the Proteon Token Ring into its network interface, copy it from the
+//! interface into a packet buffer and finally copy the packet into the correct
+//! NETBLT buffer in 8 milliseconds". Sending: it can "copy a maximum-sized
+//! packet from NETBLT buffer to NETBLT data packet, format the packet header,
+//! and transmit the packet onto the network" (the second copy is into the
+//! interface). So a buffer is held:
+//!
+//! * by a received packet from its arrival until the CPU has **copied it out**
+//!   of the interface: the first phase of the receive job, costing
+//!   [`INTERFACE_COPY_SHARE`] of the per-byte receive cost. The fixed cost and
+//!   the other copy come after, with the buffer free again;
+//! * by a packet to send from the moment the CPU **starts copying it in** (the
+//!   last phase of the send job, [`INTERFACE_COPY_SHARE`] of the per-byte send
+//!   cost) until its last bit is on the wire. If no buffer is free when the
+//!   copy-in should start, the CPU waits (or first copies out an arrival that
+//!   holds the buffer, which only it can free).
+//!
+//! Total CPU costs are unchanged by the split; only buffer occupancy is. With
+//! unlimited buffers or no per-byte costs it changes nothing.
+//!
+//! This is what makes RFC 1030 §6's 3COM 3C500 collapse with two outstanding
+//! buffers: "the 3COM 3C500 network interface has only one hardware packet
+//! buffer and cannot hold a transmitting and receiving packet at the same
+//! time", and (§7) it "would not have time to re-enable input before another
+//! packet would arrive". An earlier model freed a received packet's buffer
+//! when the CPU started on it and took a buffer for sending only after the
+//! whole send cost: the single buffer was then almost never busy and the
+//! collapse did not appear.
+//!
+//! A half-duplex interface (the 3C500) is also deaf while it transmits: a
+//! packet whose reception overlaps a transmission is lost.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -56,12 +85,24 @@ pub struct HostStats {
     pub corrupted_received: u64,
 }
 
+/// Share of a packet's per-byte CPU cost spent copying it between the
+/// interface and memory: RFC 1030 §4 describes two copies of each packet per
+/// direction (interface <-> packet buffer <-> NETBLT buffer), which we take to
+/// cost the same per byte. An ASSUMPTION from the text, not fitted to a result.
+pub const INTERFACE_COPY_SHARE: f64 = 0.5;
+
 enum Job {
     Idle,
-    Receiving(Vec<u8>),
-    Sending(Vec<u8>),
-    /// Send cost paid, waiting for a free interface buffer.
-    Blocked(Vec<u8>),
+    /// Copying an arrival out of the interface; it holds a buffer.
+    CopyOut(Vec<u8>),
+    /// The rest of the receive work; the buffer is free again.
+    Process(Vec<u8>),
+    /// Building a packet to send (fixed cost and the first copy).
+    Prepare(Vec<u8>),
+    /// Copying a packet into the interface; it holds a buffer.
+    Load(Vec<u8>),
+    /// A prepared packet (in `pending_tx`) waits for a free buffer.
+    WaitBuffer,
 }
 
 /// Shared parts of the simulation a host acts on.
@@ -88,6 +129,8 @@ pub(crate) struct Host<N> {
     nic_loss: f64,
     rng: ChaCha8Rng,
     job: Job,
+    /// A prepared packet waiting to be copied into the interface.
+    pending_tx: Option<Vec<u8>>,
     /// Received packets in interface buffers, waiting for the CPU.
     rx: VecDeque<Vec<u8>>,
     /// Packets in interface buffers to send; the front one is on the wire
@@ -116,6 +159,7 @@ impl<N: Node> Host<N> {
             nic_loss: model.nic_loss,
             rng: ChaCha8Rng::seed_from_u64(seed),
             job: Job::Idle,
+            pending_tx: None,
             rx: VecDeque::new(),
             tx: VecDeque::new(),
             nic_busy: false,
@@ -149,18 +193,38 @@ impl<N: Node> Host<N> {
         }
     }
 
-    fn buffers_used(&self) -> usize {
-        self.rx.len() + self.tx.len()
+    /// The interface-copy part of a per-byte cost (see [`INTERFACE_COPY_SHARE`]).
+    fn copy_cost(per_byte: f64, len: usize) -> Duration {
+        Self::cost(0, per_byte * INTERFACE_COPY_SHARE, len)
     }
 
-    /// Gives the CPU its next job if it is idle.
+    fn buffers_used(&self) -> usize {
+        let in_copy = usize::from(matches!(self.job, Job::CopyOut(_) | Job::Load(_)));
+        self.rx.len() + self.tx.len() + in_copy
+    }
+
+    /// Gives the CPU its next job if it is free (or waiting for a buffer).
     fn run_cpu(&mut self, now: Instant, w: &mut World) {
-        if !matches!(self.job, Job::Idle) {
+        if !matches!(self.job, Job::Idle | Job::WaitBuffer) {
+            return;
+        }
+        self.job = Job::Idle;
+        if let Some(pkt) = self.pending_tx.take() {
+            if self.buffers_used() < self.nic_buffers {
+                self.start_load(now, pkt, w);
+            } else if let Some(arrival) = self.rx.pop_front() {
+                // Only this CPU can free a buffer an arrival holds: copy it
+                // out first, then load our packet.
+                self.pending_tx = Some(pkt);
+                self.start_receive(now, arrival, w);
+            } else {
+                self.pending_tx = Some(pkt);
+                self.job = Job::WaitBuffer;
+            }
             return;
         }
         if let Some(pkt) = self.rx.pop_front() {
-            let cost = Self::cost(self.recv_fixed, self.recv_per_byte, pkt.len());
-            self.start_job(now, cost, Job::Receiving(pkt), w);
+            self.start_receive(now, pkt, w);
             return;
         }
         if self.node.poll_timeout().is_some_and(|t| t <= now) {
@@ -168,10 +232,41 @@ impl<N: Node> Host<N> {
         }
         let mut buf = w.pool.get();
         if self.node.poll_transmit(now, &mut buf) {
-            let cost = Self::cost(self.send_fixed, self.send_per_byte, buf.len());
-            self.start_job(now, cost, Job::Sending(buf), w);
+            let total = Self::cost(self.send_fixed, self.send_per_byte, buf.len());
+            let copy = Self::copy_cost(self.send_per_byte, buf.len()).min(total);
+            self.start_job(now, total - copy, Job::Prepare(buf), w);
         } else {
             w.pool.put(buf);
+        }
+    }
+
+    /// Starts receiving an arrival: the copy out of the interface first (the
+    /// buffer stays held), unless that costs nothing.
+    fn start_receive(&mut self, now: Instant, pkt: Vec<u8>, w: &mut World) {
+        let copy = Self::copy_cost(self.recv_per_byte, pkt.len());
+        if copy.is_zero() {
+            self.start_process(now, pkt, w);
+        } else {
+            self.start_job(now, copy, Job::CopyOut(pkt), w);
+        }
+    }
+
+    fn start_process(&mut self, now: Instant, pkt: Vec<u8>, w: &mut World) {
+        let total = Self::cost(self.recv_fixed, self.recv_per_byte, pkt.len());
+        let copy = Self::copy_cost(self.recv_per_byte, pkt.len()).min(total);
+        self.start_job(now, total - copy, Job::Process(pkt), w);
+    }
+
+    /// Copies a prepared packet into a free interface buffer (the caller
+    /// checked there is one).
+    fn start_load(&mut self, now: Instant, pkt: Vec<u8>, w: &mut World) {
+        let copy = Self::copy_cost(self.send_per_byte, pkt.len());
+        if copy.is_zero() {
+            self.queue_tx(now, pkt, w);
+            // The CPU is free again at once.
+            self.run_cpu(now, w);
+        } else {
+            self.start_job(now, copy, Job::Load(pkt), w);
         }
     }
 
@@ -222,55 +317,29 @@ impl<N: Node> Host<N> {
 
     pub(crate) fn on_cpu_done(&mut self, now: Instant, w: &mut World) {
         match std::mem::replace(&mut self.job, Job::Idle) {
-            Job::Receiving(pkt) => {
+            // The buffer is free again; the rest of the receive follows at once.
+            Job::CopyOut(pkt) => self.start_process(now, pkt, w),
+            Job::Process(pkt) => {
                 self.stats.packets_received += 1;
                 self.stats.bytes_received += pkt.len() as u64;
                 self.node.handle_datagram(now, &pkt);
                 w.pool.put(pkt);
             }
-            Job::Sending(pkt) => self.hand_over_or_wait(now, pkt, w),
-            job @ (Job::Idle | Job::Blocked(_)) => self.job = job,
+            Job::Prepare(pkt) => self.pending_tx = Some(pkt),
+            // The buffer passes from the copy to the transmit queue.
+            Job::Load(pkt) => self.queue_tx(now, pkt, w),
+            job @ (Job::Idle | Job::WaitBuffer) => self.job = job,
         }
         self.run_cpu(now, w);
         self.refresh_timer(now, w);
     }
 
-    /// Hands a sent packet to the interface; with no free buffer, the CPU
-    /// waits for one.
-    ///
-    /// If the buffers are held by arrivals, only this CPU can free them, so
-    /// waiting would deadlock: instead it copies the oldest arrival out of
-    /// the interface (its first act when receiving anyway), loads its own
-    /// packet into the freed buffer, and goes on to process the arrival.
-    fn hand_over_or_wait(&mut self, now: Instant, pkt: Vec<u8>, w: &mut World) {
-        let Err(pkt) = self.hand_to_nic(now, pkt, w) else {
-            return;
-        };
-        match self.rx.pop_front() {
-            Some(arrival) => {
-                if let Err(pkt) = self.hand_to_nic(now, pkt, w) {
-                    // Unreachable (a buffer was just freed), but never lose a packet.
-                    self.rx.push_front(arrival);
-                    self.job = Job::Blocked(pkt);
-                    return;
-                }
-                let cost = Self::cost(self.recv_fixed, self.recv_per_byte, arrival.len());
-                self.start_job(now, cost, Job::Receiving(arrival), w);
-            }
-            None => self.job = Job::Blocked(pkt),
-        }
-    }
-
-    /// Puts a packet into a free interface buffer, or gives it back.
-    fn hand_to_nic(&mut self, now: Instant, pkt: Vec<u8>, w: &mut World) -> Result<(), Vec<u8>> {
-        if self.buffers_used() >= self.nic_buffers {
-            return Err(pkt);
-        }
+    /// Queues a loaded packet for transmission (it already holds a buffer).
+    fn queue_tx(&mut self, now: Instant, pkt: Vec<u8>, w: &mut World) {
         self.tx.push_back(pkt);
         if !self.nic_busy {
             self.start_tx(now, w);
         }
-        Ok(())
     }
 
     fn start_tx(&mut self, now: Instant, w: &mut World) {
@@ -313,13 +382,6 @@ impl<N: Node> Host<N> {
             }
         }
         self.start_tx(now, w);
-        if matches!(self.job, Job::Blocked(_)) {
-            if let Job::Blocked(pkt) = std::mem::replace(&mut self.job, Job::Idle) {
-                if let Err(pkt) = self.hand_to_nic(now, pkt, w) {
-                    self.job = Job::Blocked(pkt);
-                }
-            }
-        }
         self.run_cpu(now, w);
         self.refresh_timer(now, w);
     }

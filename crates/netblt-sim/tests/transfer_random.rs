@@ -179,3 +179,26 @@ fn runs_are_reproducible() {
         serde_json::to_string(&b).unwrap()
     );
 }
+
+/// RFC 998's Transfer Size field is 32 bits and only informational: a
+/// transfer of more than 4 GiB must work (buffer numbers, offsets and
+/// counters are wide enough).
+#[test]
+#[ignore = "long: moves 4.5 GB through the simulator (about 20 s)"]
+fn more_than_four_gib() {
+    let params = TransferParams {
+        packet_size: 8000,
+        buffer_size: 4 << 20,
+        burst_size: 64,
+        burst_interval_ms: 1,
+        max_buffers: 4,
+        checksum_data: false,
+    };
+    let size = 4_500_000_000u64;
+    let mut spec = TransferSpec::new(PathConfig::ideal(), params, size);
+    spec.pacing_clock = PacingClock::Virtual;
+    let r = run_transfer(&spec).unwrap();
+    assert!(r.verified, "{:?}", r.error);
+    assert_eq!(r.delivered, size);
+    assert!(r.sender.data_packets_sent > u64::from(u32::MAX) / 8000);
+}

@@ -200,6 +200,8 @@ impl Receiver {
             tracing::debug!(buffer = number, "GO");
             let mut data = self.recycled.pop().unwrap_or_default();
             data.clear();
+            // One allocation per buffer, none per packet.
+            data.reserve(self.params.buffer_size as usize);
             let seq = self.fifo.push(|seq| ControlMessage::Go {
                 seq,
                 buffer: number,
