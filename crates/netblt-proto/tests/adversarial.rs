@@ -5,30 +5,111 @@
 mod pair;
 
 use netblt_proto::{Config, Connection, Duration, Instant, Mode, TransferParams};
-use netblt_wire::{ControlMessage, ControlWriter, DataRepr, Mode as WireMode, NullAckRepr, OpenRepr, Packet, Repr};
+use netblt_wire::{
+    ControlMessage, ControlWriter, DataRepr, Mode as WireMode, NullAckRepr, OpenRepr, Packet, Repr,
+};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
 enum Hostile {
-    Open { uid: u32, psz: u16, bsz: u32, bs: u16, bi: u16, nb: u16, write: bool },
-    Response { uid: u32, psz: u16, bsz: u32, bs: u16, bi: u16, nb: u16 },
-    Data { ldata: bool, buffer: u32, ack: u16, packet: u16, last: bool, len: usize },
-    NullAck { ack: u16, bs: u16, bi: u16 },
+    Open {
+        uid: u32,
+        psz: u16,
+        bsz: u32,
+        bs: u16,
+        bi: u16,
+        nb: u16,
+        write: bool,
+    },
+    Response {
+        uid: u32,
+        psz: u16,
+        bsz: u32,
+        bs: u16,
+        bi: u16,
+        nb: u16,
+    },
+    Data {
+        ldata: bool,
+        buffer: u32,
+        ack: u16,
+        packet: u16,
+        last: bool,
+        len: usize,
+    },
+    NullAck {
+        ack: u16,
+        bs: u16,
+        bi: u16,
+    },
     Control(Vec<(u8, u16, u32, Vec<u16>)>),
     Simple(u8),
 }
 
 fn hostile() -> impl Strategy<Value = Hostile> {
     prop_oneof![
-        (any::<u32>(), any::<u16>(), any::<u32>(), any::<u16>(), any::<u16>(), any::<u16>(), any::<bool>())
-            .prop_map(|(uid, psz, bsz, bs, bi, nb, write)| Hostile::Open { uid, psz, bsz, bs, bi, nb, write }),
-        (any::<u32>(), any::<u16>(), any::<u32>(), any::<u16>(), any::<u16>(), any::<u16>())
-            .prop_map(|(uid, psz, bsz, bs, bi, nb)| Hostile::Response { uid, psz, bsz, bs, bi, nb }),
-        (any::<bool>(), 0u32..6, any::<u16>(), prop_oneof![0u16..20, any::<u16>()], any::<bool>(), 0usize..1200)
-            .prop_map(|(ldata, buffer, ack, packet, last, len)| Hostile::Data { ldata, buffer, ack, packet, last, len }),
-        (any::<u16>(), any::<u16>(), any::<u16>()).prop_map(|(ack, bs, bi)| Hostile::NullAck { ack, bs, bi }),
+        (
+            any::<u32>(),
+            any::<u16>(),
+            any::<u32>(),
+            any::<u16>(),
+            any::<u16>(),
+            any::<u16>(),
+            any::<bool>()
+        )
+            .prop_map(|(uid, psz, bsz, bs, bi, nb, write)| Hostile::Open {
+                uid,
+                psz,
+                bsz,
+                bs,
+                bi,
+                nb,
+                write
+            }),
+        (
+            any::<u32>(),
+            any::<u16>(),
+            any::<u32>(),
+            any::<u16>(),
+            any::<u16>(),
+            any::<u16>()
+        )
+            .prop_map(|(uid, psz, bsz, bs, bi, nb)| Hostile::Response {
+                uid,
+                psz,
+                bsz,
+                bs,
+                bi,
+                nb
+            }),
+        (
+            any::<bool>(),
+            0u32..6,
+            any::<u16>(),
+            prop_oneof![0u16..20, any::<u16>()],
+            any::<bool>(),
+            0usize..1200
+        )
+            .prop_map(|(ldata, buffer, ack, packet, last, len)| Hostile::Data {
+                ldata,
+                buffer,
+                ack,
+                packet,
+                last,
+                len
+            }),
+        (any::<u16>(), any::<u16>(), any::<u16>()).prop_map(|(ack, bs, bi)| Hostile::NullAck {
+            ack,
+            bs,
+            bi
+        }),
         prop::collection::vec(
-            (0u8..3, any::<u16>(), 0u32..8, prop::collection::vec(any::<u16>(), 0..40)),
+            (
+                0u8..3,
+                any::<u16>(),
+                0u32..8,
+                prop::collection::vec(any::<u16>(), 0..40)
+            ),
             0..6
         )
         .prop_map(Hostile::Control),
@@ -47,14 +128,40 @@ fn emit(h: &Hostile, from: u16, to: u16) -> Vec<u8> {
         burst_interval_ms: bi,
         death_timer_s: 5,
         checksum_data: false,
-        mode: if write { WireMode::Write } else { WireMode::Read },
+        mode: if write {
+            WireMode::Write
+        } else {
+            WireMode::Read
+        },
         max_outstanding: nb,
         client: b"x",
     };
     let repr = match h {
-        Hostile::Open { uid, psz, bsz, bs, bi, nb, write } => Repr::Open(open(*uid, *psz, *bsz, *bs, *bi, *nb, *write)),
-        Hostile::Response { uid, psz, bsz, bs, bi, nb } => Repr::Response(open(*uid, *psz, *bsz, *bs, *bi, *nb, true)),
-        Hostile::Data { ldata, buffer, ack, packet, last, len } => {
+        Hostile::Open {
+            uid,
+            psz,
+            bsz,
+            bs,
+            bi,
+            nb,
+            write,
+        } => Repr::Open(open(*uid, *psz, *bsz, *bs, *bi, *nb, *write)),
+        Hostile::Response {
+            uid,
+            psz,
+            bsz,
+            bs,
+            bi,
+            nb,
+        } => Repr::Response(open(*uid, *psz, *bsz, *bs, *bi, *nb, true)),
+        Hostile::Data {
+            ldata,
+            buffer,
+            ack,
+            packet,
+            last,
+            len,
+        } => {
             let d = DataRepr {
                 buffer: *buffer,
                 high_ack: *ack,
@@ -63,17 +170,38 @@ fn emit(h: &Hostile, from: u16, to: u16) -> Vec<u8> {
                 data_checksum: 0,
                 data: &payload[..*len],
             };
-            if *ldata { Repr::LData(d) } else { Repr::Data(d) }
+            if *ldata {
+                Repr::LData(d)
+            } else {
+                Repr::Data(d)
+            }
         }
-        Hostile::NullAck { ack, bs, bi } => Repr::NullAck(NullAckRepr { high_ack: *ack, burst_size: *bs, burst_interval_ms: *bi }),
+        Hostile::NullAck { ack, bs, bi } => Repr::NullAck(NullAckRepr {
+            high_ack: *ack,
+            burst_size: *bs,
+            burst_interval_ms: *bi,
+        }),
         Hostile::Control(msgs) => {
             let mut buf = vec![0u8; 4096];
             let mut w = ControlWriter::new(&mut buf).unwrap();
             for (t, seq, buffer, pkts) in msgs {
                 let m = match t {
-                    0 => ControlMessage::Go { seq: *seq, buffer: *buffer },
-                    1 => ControlMessage::Ok { seq: *seq, buffer: *buffer, burst_size: 0, burst_interval_ms: 0, control_timer_ms: *seq },
-                    _ => ControlMessage::Resend { seq: *seq, buffer: *buffer, packets: pkts.clone() },
+                    0 => ControlMessage::Go {
+                        seq: *seq,
+                        buffer: *buffer,
+                    },
+                    1 => ControlMessage::Ok {
+                        seq: *seq,
+                        buffer: *buffer,
+                        burst_size: 0,
+                        burst_interval_ms: 0,
+                        control_timer_ms: *seq,
+                    },
+                    _ => ControlMessage::Resend {
+                        seq: *seq,
+                        buffer: *buffer,
+                        packets: pkts.clone(),
+                    },
                 };
                 let _ = w.push(&m);
             }
@@ -90,7 +218,11 @@ fn emit(h: &Hostile, from: u16, to: u16) -> Vec<u8> {
             _ => Repr::Done,
         },
     };
-    let p = Packet { local_port: from, foreign_port: to, repr };
+    let p = Packet {
+        local_port: from,
+        foreign_port: to,
+        repr,
+    };
     let mut buf = vec![0u8; p.buffer_len()];
     let n = p.emit(&mut buf).unwrap();
     buf.truncate(n);
@@ -179,17 +311,31 @@ fn junk_never_reaches_the_application() {
     // Let the connection open and start.
     assert!(!p.drive(30));
     let junk = [
-        Hostile::Data { ldata: false, buffer: 2, ack: 60_000, packet: 65_535, last: false, len: 100 },
-        Hostile::Data { ldata: true, buffer: 4_000_000, ack: 1, packet: 0, last: true, len: 1 },
+        Hostile::Data {
+            ldata: false,
+            buffer: 2,
+            ack: 60_000,
+            packet: 65_535,
+            last: false,
+            len: 100,
+        },
+        Hostile::Data {
+            ldata: true,
+            buffer: 4_000_000,
+            ack: 1,
+            packet: 0,
+            last: true,
+            len: 1,
+        },
         Hostile::Control(vec![(1, 9, 1, vec![])]),
     ];
+    let before = p.b.as_ref().map_or(0, |b| b.stats().unexpected);
     if let Some(b) = p.b.as_mut() {
         for h in &junk {
             let bytes = emit(h, b.remote_port(), b.local_port());
             b.handle_datagram(p.now, &bytes);
         }
     }
-    let before = p.b.as_ref().map_or(0, |b| b.stats().unexpected);
     assert!(p.drive(2_000_000));
     assert!(p.received == data);
     let after = p.b.as_ref().map_or(0, |b| b.stats().unexpected);
