@@ -145,23 +145,43 @@ impl TransferParams {
             / f64::from(self.burst_interval_ms.max(1))
     }
 
-    /// Burst size and interval giving about `bps` bits of data per second with
-    /// packets of `packet_size` bytes. Uses the shortest interval (1 ms) that
-    /// keeps the burst within 16 bits, and grows the interval for slow rates so
-    /// that a burst holds at least one packet.
+    /// Burst size and interval giving `bps` bits of data per second with
+    /// packets of `packet_size` bytes, never more: the shortest interval
+    /// (from 1 ms) whose whole-packet burst comes within 1 % of the rate,
+    /// else the closest below it found up to 1 s. Rounding a burst *up* would
+    /// overrun the link the user asked us to respect (18.9 Mb/s became
+    /// 23.2 Mb/s and lost a quarter of its packets on a 20 Mb/s path).
     pub fn burst_for_rate(bps: u64, packet_size: u16) -> (u16, u16) {
         let bits_per_packet = f64::from(packet_size.max(1)) * 8.0;
-        let packets_per_ms = bps as f64 / bits_per_packet / 1000.0;
-        if packets_per_ms >= 1.0 {
-            let size = packets_per_ms.round().clamp(1.0, f64::from(u16::MAX));
-            (size as u16, 1)
-        } else if packets_per_ms > 0.0 {
-            let interval = (1.0 / packets_per_ms)
-                .round()
-                .clamp(1.0, f64::from(u16::MAX));
-            (1, interval as u16)
-        } else {
-            (1, u16::MAX)
+        let per_ms = bps as f64 / bits_per_packet / 1000.0;
+        if per_ms <= 0.0 || !per_ms.is_finite() {
+            return (1, u16::MAX);
+        }
+        let mut best: Option<(f64, u16, u16)> = None;
+        for interval in 1..=1000u16 {
+            let size = (per_ms * f64::from(interval)).floor();
+            if size > f64::from(u16::MAX) {
+                break;
+            }
+            if size < 1.0 {
+                continue;
+            }
+            let shortfall = 1.0 - size / f64::from(interval) / per_ms;
+            if best.is_none_or(|(e, _, _)| shortfall < e - 1e-12) {
+                best = Some((shortfall, size as u16, interval));
+            }
+            if shortfall <= 0.01 {
+                break;
+            }
+        }
+        match best {
+            Some((_, size, interval)) => (size, interval),
+            // Slower than one packet per second: one packet per interval,
+            // the interval rounded up so the rate stays below the target.
+            None => (
+                1,
+                (1.0 / per_ms).ceil().clamp(1.0, f64::from(u16::MAX)) as u16,
+            ),
         }
     }
 }
@@ -287,10 +307,27 @@ mod tests {
 
     #[test]
     fn burst_for_rate() {
-        // 1 Gb/s with 1400-byte segments: ~89 packets per ms.
+        let rate = |(size, interval): (u16, u16), psz: u16| {
+            f64::from(size) * f64::from(psz) * 8000.0 / f64::from(interval)
+        };
+        // 1 Gb/s with 1400-byte segments: 89 packets per ms.
         assert_eq!(TransferParams::burst_for_rate(1_000_000_000, 1400), (89, 1));
-        // 1.85 Mb/s with 1990-byte segments: one packet every ~9 ms.
-        assert_eq!(TransferParams::burst_for_rate(1_850_000, 1990), (1, 9));
+        // 18.9 Mb/s with 1448-byte segments: 13 packets per 8 ms, not the
+        // 2 per ms (23.2 Mb/s) that rounding up gave.
+        assert_eq!(TransferParams::burst_for_rate(18_900_000, 1448), (13, 8));
+        for (bps, psz) in [
+            (1_850_000u64, 1990u16),
+            (1_544_000, 1400),
+            (7_777_777, 512),
+            (100_000, 1400),
+        ] {
+            let got = rate(TransferParams::burst_for_rate(bps, psz), psz);
+            assert!(
+                got <= bps as f64 && got >= bps as f64 * 0.99,
+                "{bps} -> {got}"
+            );
+        }
+        assert_eq!(TransferParams::burst_for_rate(8, 1400), (1, u16::MAX));
         assert_eq!(TransferParams::burst_for_rate(0, 1400), (1, u16::MAX));
     }
 

@@ -89,7 +89,7 @@ pub struct HostStats {
 /// interface and memory: RFC 1030 §4 describes two copies of each packet per
 /// direction (interface <-> packet buffer <-> NETBLT buffer), which we take to
 /// cost the same per byte. An ASSUMPTION from the text, not fitted to a result.
-pub const INTERFACE_COPY_SHARE: f64 = 0.5;
+pub(crate) const INTERFACE_COPY_SHARE: f64 = 0.5;
 
 enum Job {
     Idle,

@@ -55,6 +55,7 @@ mod host;
 mod node;
 mod path;
 mod sim;
+pub mod stream;
 pub mod transfer;
 
 pub use host::HostStats;

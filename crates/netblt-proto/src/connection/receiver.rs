@@ -233,12 +233,16 @@ impl Receiver {
     }
 
     /// The data timer's variance term (RFC 998 §5.2.2 "plus a variance
-    /// factor"): one burst interval plus four mean deviations of the arrival
-    /// gap, doubled for each consecutive timeout of this buffer.
+    /// factor"): two burst intervals (a burst that starts late leaves a gap of
+    /// up to one more interval) plus four mean deviations of the arrival gap,
+    /// and at least an eighth of the control round trip (delay variation
+    /// grows with the path; on a 580 ms path, real hosts' scheduling hiccups
+    /// otherwise caused needless RESENDs); doubled for each consecutive
+    /// timeout of this buffer.
     fn margin(&self, backoff: u32) -> Duration {
-        let base = Duration::from_millis(u64::from(self.params.burst_interval_ms))
+        let base = Duration::from_millis(2 * u64::from(self.params.burst_interval_ms))
             + Duration::from_nanos((4.0 * self.gap.dev_ns) as u64);
-        base.max(self.min_margin) * (1u32 << backoff.min(3))
+        base.max(self.srtt / 8).max(self.min_margin) * (1u32 << backoff.min(3))
     }
 
     /// A data timer: the time to receive `packets` more packets plus margin,
