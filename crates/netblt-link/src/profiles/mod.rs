@@ -13,8 +13,9 @@ use crate::config::LinkConfig;
 ///
 /// Per-byte costs apply to the NETBLT datagram the node produces or consumes
 /// (header included), not to the wire overhead. An interface buffer holds a
-/// received packet until the CPU starts on it and a packet to send from the
-/// hand-off until its last bit is out (see `netblt-sim`).
+/// received packet until the CPU has copied it out, and a packet to send from
+/// when the CPU starts copying it in until its last bit is out; the copy is
+/// taken as half of the per-byte cost (see `netblt-sim`'s `host.rs`).
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HostModel {
