@@ -50,6 +50,8 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else prin
 # CPU seconds (user + sys) recorded by GNU time in file $1.
 cpu_of() { awk '{s += $1 + $2} END {printf "%.3f", s}' "$1"; }
 T() { /usr/bin/time -f "%U %S" -o "$1" "${@:2}"; }
+# Bits per second as Gb/s with two decimals.
+gbps() { awk -v b="$1" 'BEGIN {printf "%.2f", b / 1e9}'; }
 
 echo "== kernel TCP (iperf3, $REPS x ${SECS}s)" >&2
 tcp_bps=(); tcp_cpu=()
@@ -63,7 +65,7 @@ for i in $(seq "$REPS"); do
     bytes=$(jq '.end.sum_received.bytes' "$tmp/iperf.json")
     cpu=$(awk -v a="$(cpu_of "$tmp/srv.time")" -v b="$(cpu_of "$tmp/cli.time")" -v n="$bytes" \
         'BEGIN {printf "%.3f", (a + b) / (n / 1e9)}')
-    printf "  run %d: %.2f Gb/s, %s CPU s/GB\n" "$i" "$(echo "$bps / 1e9" | bc -l)" "$cpu" >&2
+    printf "  run %d: %s Gb/s, %s CPU s/GB\n" "$i" "$(gbps "$bps")" "$cpu" >&2
     tcp_bps+=("$bps"); tcp_cpu+=("$cpu")
 done
 
@@ -81,8 +83,8 @@ for i in $(seq "$REPS"); do
     rxm=$(jq '.retransmitted' "$tmp/bench.json")
     cpu=$(awk -v a="$(cpu_of "$tmp/recv.time")" -v b="$(cpu_of "$tmp/bench.time")" -v n="$bytes" \
         'BEGIN {printf "%.3f", (a + b) / (n / 1e9)}')
-    printf "  run %d: %.2f Gb/s (steady %.2f), %s resent, %s CPU s/GB\n" "$i" \
-        "$(echo "$bps / 1e9" | bc -l)" "$(jq '.steady_throughput_bps / 1e9' "$tmp/bench.json")" "$rxm" "$cpu" >&2
+    printf "  run %d: %s Gb/s (steady %s), %s resent, %s CPU s/GB\n" "$i" \
+        "$(gbps "$bps")" "$(gbps "$(jq '.steady_throughput_bps' "$tmp/bench.json")")" "$rxm" "$cpu" >&2
     nb_bps+=("$bps"); nb_cpu+=("$cpu"); nb_rxm+=("$rxm")
 done
 
@@ -101,7 +103,7 @@ f_bps=$(jq '.real_throughput_bps' "$tmp/fsend.json")
 f_bytes=$(jq '.bytes' "$tmp/fsend.json")
 f_cpu=$(awk -v a="$(cpu_of "$tmp/frecv.time")" -v b="$(cpu_of "$tmp/fsend.time")" -v n="$f_bytes" \
     'BEGIN {printf "%.3f", (a + b) / (n / 1e9)}')
-printf "  %.2f Gb/s, %s CPU s/GB, identical: %s\n" "$(echo "$f_bps / 1e9" | bc -l)" "$f_cpu" "$same" >&2
+printf "  %s Gb/s, %s CPU s/GB, identical: %s\n" "$(gbps "$f_bps")" "$f_cpu" "$same" >&2
 
 tcp_med=$(printf "%s\n" "${tcp_bps[@]}" | median)
 nb_med=$(printf "%s\n" "${nb_bps[@]}" | median)
@@ -111,9 +113,9 @@ ratio=$(awk -v a="$nb_med" -v b="$tcp_med" 'BEGIN {printf "%.3f", a / b}')
 
 echo
 printf "%-34s %12s %14s\n" "" "median Gb/s" "CPU s per GB"
-printf "%-34s %12.2f %14s\n" "kernel TCP (iperf3)" "$(echo "$tcp_med / 1e9" | bc -l)" "$tcp_cpu_med"
-printf "%-34s %12.2f %14s\n" "netblt bench (memory to memory)" "$(echo "$nb_med / 1e9" | bc -l)" "$nb_cpu_med"
-printf "%-34s %12.2f %14s\n" "netblt send (file to file, shm)" "$(echo "$f_bps / 1e9" | bc -l)" "$f_cpu"
+printf "%-34s %12s %14s\n" "kernel TCP (iperf3)" "$(gbps "$tcp_med")" "$tcp_cpu_med"
+printf "%-34s %12s %14s\n" "netblt bench (memory to memory)" "$(gbps "$nb_med")" "$nb_cpu_med"
+printf "%-34s %12s %14s\n" "netblt send (file to file, shm)" "$(gbps "$f_bps")" "$f_cpu"
 echo "ratio netblt/TCP: $ratio (target >= 0.35); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 jq -cn \

@@ -6,8 +6,11 @@
 
 #![allow(unreachable_pub)] // a binary: `pub` marks what subcommands share
 
+mod app;
 mod commands;
+mod driver;
 mod exit;
+mod report;
 mod units;
 
 use clap::{Parser, Subcommand};
@@ -31,6 +34,16 @@ enum Command {
     Profiles(commands::profiles::ProfilesArgs),
     /// Run a command across an emulated network path (TUN + namespaces; root).
     Emu(Box<netblt_emu::cli::EmuArgs>),
+    /// Receive files (or discard data, or serve files) as NETBLT's passive end.
+    Recv(commands::recv::RecvArgs),
+    /// Send files or directories to a `netblt recv` (WRITE mode).
+    Send(commands::send::SendArgs),
+    /// Fetch a file from a `netblt recv --serve` (READ mode).
+    Get(commands::get::GetArgs),
+    /// RFC 1030's memory-to-memory test against a `netblt recv --sink`.
+    Bench(commands::bench::BenchArgs),
+    /// A real transfer on loopback: receiver and sender in one process.
+    Demo(commands::demo::DemoArgs),
     /// Echo server for `netblt rtt`, `netblt load` and `netblt cpu` (dkbenchs).
     Echo(netblt_measure::cli::EchoArgs),
     /// Round-trip times over packet sizes, one message at a time (dkbench).
@@ -41,6 +54,8 @@ enum Command {
     Model(netblt_measure::cli::ModelArgs),
     /// Throughput and CPU cost against message size (RFC 415).
     Cpu(netblt_measure::cli::CpuArgs),
+    /// Reproduce the seed documents' tables in the simulator: docs/reproduction.md + figures.
+    Report(commands::report::ReportArgs),
 }
 
 // The emulator's own exit code for a missing environment is ours.
@@ -78,12 +93,18 @@ fn main() {
     let result: anyhow::Result<i32> = match cli.command {
         Command::Sim(a) => commands::sim::run(*a).map(|()| exit::OK),
         Command::Profiles(a) => commands::profiles::run(a).map(|()| exit::OK),
+        Command::Recv(a) => commands::recv::run(a),
+        Command::Send(a) => commands::send::run(a),
+        Command::Get(a) => commands::get::run(a),
+        Command::Bench(a) => commands::bench::run(a),
+        Command::Demo(a) => commands::demo::run(a),
         Command::Emu(a) => netblt_emu::cli::run(*a),
         Command::Echo(a) => netblt_measure::cli::run_echo(a).map(|()| exit::OK),
         Command::Rtt(a) => netblt_measure::cli::run_rtt(a).map(|()| exit::OK),
         Command::Load(a) => netblt_measure::cli::run_load(a).map(|()| exit::OK),
         Command::Model(a) => netblt_measure::cli::run_model(a).map(|()| exit::OK),
         Command::Cpu(a) => netblt_measure::cli::run_cpu(a).map(|()| exit::OK),
+        Command::Report(a) => commands::report::run(a).map(|()| exit::OK),
     };
     match result {
         Ok(code) => std::process::exit(code),

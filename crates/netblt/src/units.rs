@@ -18,10 +18,9 @@ fn parse_scaled(s: &str, units: &[&str]) -> Result<f64, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
         .unwrap_or(t.len());
     let (num, rest) = t.split_at(split);
-    let num: f64 = num
-        .replace('_', "")
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number with an optional suffix (k, M, G, KiB, MiB, GiB)"))?;
+    let num: f64 = num.replace('_', "").parse().map_err(|_| {
+        format!("'{s}' is not a number with an optional suffix (k, M, G, KiB, MiB, GiB)")
+    })?;
     let mut rest = rest.trim();
     for u in units {
         if let Some(r) = rest.strip_suffix(u) {
@@ -39,7 +38,11 @@ fn parse_scaled(s: &str, units: &[&str]) -> Result<f64, String> {
         "Mi" | "MiB" => 1024.0 * 1024.0,
         "Gi" | "GiB" => 1024.0 * 1024.0 * 1024.0,
         "Ti" | "TiB" => 1024f64.powi(4),
-        other => return Err(format!("unknown suffix '{other}' in '{s}' (use k, M, G, KiB, MiB, GiB)")),
+        other => {
+            return Err(format!(
+                "unknown suffix '{other}' in '{s}' (use k, M, G, KiB, MiB, GiB)"
+            ))
+        }
     };
     let v = num * mult;
     if !v.is_finite() || v < 0.0 || v > u64::MAX as f64 {

@@ -25,9 +25,15 @@ pub fn run(args: ProfilesArgs) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&p)?);
             } else {
                 println!("{}: {}\n", p.name, p.summary);
-                println!("forward link: {:?}\nreverse link: {:?}", p.forward, p.reverse);
+                println!(
+                    "forward link: {:?}\nreverse link: {:?}",
+                    p.forward, p.reverse
+                );
                 println!("host A: {:?}\nhost B: {:?}", p.host_a, p.host_b);
-                println!("wire overhead: {} bytes\ndefaults: {:?}\n", p.wire_overhead, p.defaults);
+                println!(
+                    "wire overhead: {} bytes\ndefaults: {:?}\n",
+                    p.wire_overhead, p.defaults
+                );
                 println!("Sources: {}", p.sources);
             }
         }

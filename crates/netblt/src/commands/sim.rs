@@ -12,7 +12,13 @@ use crate::units::{fmt_rate, parse_rate, parse_size};
 
 /// The profiles built from the seed documents: their 1987 implementations
 /// timed each burst from the actual start of the previous one.
-const HISTORICAL: &[&str] = &["proteon-ring", "ethernet-3c500", "wideband", "t1-satellite", "xunet"];
+const HISTORICAL: &[&str] = &[
+    "proteon-ring",
+    "ethernet-3c500",
+    "wideband",
+    "t1-satellite",
+    "xunet",
+];
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Pacing {
@@ -87,7 +93,9 @@ pub struct SimArgs {
 
 fn probability(name: &str, p: Option<f64>) -> Result<Option<f64>, CliError> {
     match p {
-        Some(v) if !(0.0..=1.0).contains(&v) => Err(CliError::usage(format!("--{name} must be between 0 and 1, got {v}"))),
+        Some(v) if !(0.0..=1.0).contains(&v) => Err(CliError::usage(format!(
+            "--{name} must be between 0 and 1, got {v}"
+        ))),
         other => Ok(other),
     }
 }
@@ -95,27 +103,36 @@ fn probability(name: &str, p: Option<f64>) -> Result<Option<f64>, CliError> {
 /// Builds the simulation from the flags (public for `netblt report`).
 pub fn spec_from_args(a: &SimArgs) -> Result<TransferSpec, CliError> {
     let profile = profiles::profile(&a.profile).ok_or_else(|| {
-        CliError::usage(format!("unknown profile '{}' (known: {})", a.profile, profiles::names().join(", ")))
+        CliError::usage(format!(
+            "unknown profile '{}' (known: {})",
+            a.profile,
+            profiles::names().join(", ")
+        ))
     })?;
     let d = &profile.defaults;
     let u16_arg = |name: &str, v: Option<u64>, default: u16| -> Result<u16, CliError> {
         match v {
             None => Ok(default),
-            Some(v) => u16::try_from(v).map_err(|_| CliError::usage(format!("--{name} {v} is too large"))),
+            Some(v) => {
+                u16::try_from(v).map_err(|_| CliError::usage(format!("--{name} {v} is too large")))
+            }
         }
     };
     let params = TransferParams {
         packet_size: u16_arg("packet-size", a.packet_size, d.packet_size)?,
         buffer_size: match a.buffer_size {
             None => d.buffer_size,
-            Some(v) => u32::try_from(v).map_err(|_| CliError::usage(format!("--buffer-size {v} is too large")))?,
+            Some(v) => u32::try_from(v)
+                .map_err(|_| CliError::usage(format!("--buffer-size {v} is too large")))?,
         },
         burst_size: a.burst_size.unwrap_or(d.burst_size),
         burst_interval_ms: a.burst_interval.unwrap_or(d.burst_interval_ms),
         max_buffers: a.buffers.unwrap_or(d.buffers),
         checksum_data: a.data_checksum == "on",
     };
-    params.validate().map_err(|e| CliError::usage(format!("invalid parameters: {e}")))?;
+    params
+        .validate()
+        .map_err(|e| CliError::usage(format!("invalid parameters: {e}")))?;
     let mut path = PathConfig::from_profile(&profile);
     let loss = probability("loss", a.loss)?;
     let ber = probability("ber", a.ber)?;
@@ -124,7 +141,11 @@ pub fn spec_from_args(a: &SimArgs) -> Result<TransferSpec, CliError> {
     let corrupt = probability("corrupt", a.corrupt)?;
     for link in [&mut path.forward, &mut path.reverse] {
         if let Some(p) = loss {
-            link.loss = if p > 0.0 { LossModel::Bernoulli { p } } else { LossModel::None };
+            link.loss = if p > 0.0 {
+                LossModel::Bernoulli { p }
+            } else {
+                LossModel::None
+            };
         }
         if let Some(b) = ber {
             link.ber = b;
@@ -143,7 +164,9 @@ pub fn spec_from_args(a: &SimArgs) -> Result<TransferSpec, CliError> {
         }
         if let Some(ms) = a.delay {
             if !(0.0..=3_600_000.0).contains(&ms) {
-                return Err(CliError::usage(format!("--delay must be between 0 and 3600000 ms, got {ms}")));
+                return Err(CliError::usage(format!(
+                    "--delay must be between 0 and 3600000 ms, got {ms}"
+                )));
             }
             link.delay = Duration::from_secs_f64(ms / 1000.0);
         }
@@ -154,7 +177,8 @@ pub fn spec_from_args(a: &SimArgs) -> Result<TransferSpec, CliError> {
             link.rate_bps = Some(r);
         }
     }
-    path.validate().map_err(|e| CliError::usage(format!("invalid link settings: {e}")))?;
+    path.validate()
+        .map_err(|e| CliError::usage(format!("invalid link settings: {e}")))?;
     let mut spec = TransferSpec::new(path, params, a.size);
     spec.seed = a.seed;
     spec.death_timeout = Duration::from_secs(a.death_timer.max(1));
@@ -205,10 +229,16 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     } else {
         println!("{TABLE_HEADER}");
         println!("{}", table_row(&report));
-        let real = report.real_throughput_bps.map_or_else(|| "-".into(), fmt_rate);
+        let real = report
+            .real_throughput_bps
+            .map_or_else(|| "-".into(), fmt_rate);
         println!(
             "real throughput {real}; {}; {:.3} s simulated in {:.0} ms (profile {}, seed {})",
-            if report.verified { "data verified (BLAKE3 digests match)" } else { "NOT verified" },
+            if report.verified {
+                "data verified (BLAKE3 digests match)"
+            } else {
+                "NOT verified"
+            },
             report.sim_time_s,
             wall.as_secs_f64() * 1e3,
             args.profile,
@@ -216,7 +246,10 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
         );
     }
     if !report.verified {
-        let why = report.error.clone().unwrap_or_else(|| "transfer failed".into());
+        let why = report
+            .error
+            .clone()
+            .unwrap_or_else(|| "transfer failed".into());
         return Err(CliError::new(crate::exit::FAILED, format!("transfer failed: {why}")).into());
     }
     Ok(())

@@ -1,0 +1,293 @@
+//! One connection's application side, whichever end and direction: it
+//! feeds the engine buffers from a [`Source`] or hands received buffers to a
+//! [`Sink`], and collects what the report needs. Both drivers (active and
+//! passive) call [`Transfer::drive`] after every batch of engine input.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use netblt_proto::{Connection, ConnectionError, Event, Instant, TransferParams};
+
+use super::sink::{Output, Sink, Target};
+use super::source::Source;
+use super::{meta, AppError, DIGEST_LEN};
+use crate::driver::Waker;
+use crate::exit;
+
+/// Makes the writer's target once the size is known (READ mode).
+pub type MakeTarget = Box<dyn FnOnce(u64) -> Result<Target, AppError> + Send>;
+
+/// What this end does with the data, before the connection opens.
+pub enum Plan {
+    /// Send `size` bytes read from `reader`.
+    Send {
+        reader: Box<dyn Read + Send>,
+        size: u64,
+    },
+    /// Receive into `target`; `size` is known from the OPEN, or (`None`)
+    /// arrives in the RESPONSE (`get`), when `target` is made by `make`.
+    Receive {
+        size: Option<u64>,
+        target: Option<Target>,
+        make: Option<MakeTarget>,
+    },
+}
+
+enum Data {
+    Planned(Plan),
+    Sending(Source),
+    Receiving(Sink),
+    Gone,
+}
+
+/// See the module docs.
+pub struct Transfer {
+    /// File name, or "sink".
+    pub name: String,
+    /// This end sends the data.
+    pub sender: bool,
+    data: Data,
+    stalled: Option<(Vec<u8>, bool)>,
+    waker: Arc<Waker>,
+    /// Negotiated parameters, once open.
+    pub params: Option<TransferParams>,
+    /// The file's size (without the digest).
+    pub size: Option<u64>,
+    pub digest: Option<[u8; DIGEST_LEN]>,
+    /// Receiver: the digest matched and the file is in place.
+    pub verified: bool,
+    pub app_error: Option<AppError>,
+    pub conn_error: Option<ConnectionError>,
+    pub finished: bool,
+    /// Payload bytes handed over so far (progress).
+    pub moved: u64,
+}
+
+impl Transfer {
+    pub fn new(name: impl Into<String>, plan: Plan, waker: Arc<Waker>) -> Transfer {
+        let size = match &plan {
+            Plan::Send { size, .. } => Some(*size),
+            Plan::Receive { size, .. } => *size,
+        };
+        Transfer {
+            name: name.into(),
+            sender: matches!(plan, Plan::Send { .. }),
+            data: Data::Planned(plan),
+            stalled: None,
+            waker,
+            params: None,
+            size,
+            digest: None,
+            verified: false,
+            app_error: None,
+            conn_error: None,
+            finished: false,
+            moved: 0,
+        }
+    }
+
+    fn fail(&mut self, now: Instant, conn: &mut Connection, e: AppError) {
+        if !conn.is_closed() {
+            conn.abort(now, &e.peer_reason);
+        }
+        if self.app_error.is_none() {
+            self.app_error = Some(e);
+        }
+    }
+
+    fn on_connected(
+        &mut self,
+        now: Instant,
+        conn: &mut Connection,
+        params: TransferParams,
+        peer_client: &[u8],
+    ) {
+        self.params = Some(params);
+        let bsz = params.buffer_size as usize;
+        let plan = match std::mem::replace(&mut self.data, Data::Gone) {
+            Data::Planned(p) => p,
+            other => {
+                self.data = other;
+                return;
+            }
+        };
+        match plan {
+            Plan::Send { reader, size } => {
+                let src = Source::spawn(
+                    reader,
+                    self.name.clone(),
+                    size,
+                    bsz,
+                    Arc::clone(&self.waker),
+                );
+                self.data = Data::Sending(src);
+            }
+            Plan::Receive { size, target, make } => {
+                let size = match size.or_else(|| meta::decode_response_size(peer_client)) {
+                    Some(s) => s,
+                    None => {
+                        let e = AppError::new(
+                            exit::FAILED,
+                            "the peer's RESPONSE gives no size",
+                            "bad RESPONSE",
+                        );
+                        return self.fail(now, conn, e);
+                    }
+                };
+                self.size = Some(size);
+                let target = match (target, make) {
+                    (Some(t), _) => Ok(t),
+                    (None, Some(f)) => f(size),
+                    (None, None) => Ok(Target::Discard),
+                };
+                match target {
+                    Ok(t) => {
+                        self.data = Data::Receiving(Sink::spawn(size, t, Arc::clone(&self.waker)))
+                    }
+                    Err(e) => self.fail(now, conn, e),
+                }
+            }
+        }
+    }
+
+    /// Moves data between the engine and the reader/writer thread and reads
+    /// the connection's events. Call after every engine input.
+    pub fn drive(&mut self, now: Instant, conn: &mut Connection) {
+        // Writer thread first: recycled storage, the final verdict.
+        if let Data::Receiving(sink) = &self.data {
+            let mut verdict = None;
+            while let Some(o) = sink.poll() {
+                match o {
+                    Output::Storage(v) => conn.recycle(v),
+                    Output::Verdict(r) => verdict = Some(r),
+                }
+            }
+            match verdict {
+                Some(Ok(d)) => {
+                    self.digest = Some(d);
+                    self.verified = true;
+                    conn.confirm_last(now, Ok(()));
+                }
+                Some(Err(e)) => {
+                    if !conn.is_closed() {
+                        conn.confirm_last(now, Err(e.peer_reason.clone()));
+                    }
+                    self.app_error.get_or_insert(e);
+                }
+                None => {}
+            }
+        }
+        // A buffer the writer had no room for: nothing else moves until it
+        // goes (the engine then issues no new GO: client flow control).
+        if let Some((data, last)) = self.stalled.take() {
+            if let Data::Receiving(sink) = &self.data {
+                if let Err(back) = sink.offer(data, last) {
+                    self.stalled = Some(back);
+                    return;
+                }
+            }
+        }
+        while let Some(ev) = conn.poll_event() {
+            match ev {
+                Event::Connected {
+                    params,
+                    peer_client,
+                    ..
+                } => self.on_connected(now, conn, params, &peer_client),
+                Event::BufferReceived { data, last, .. } => {
+                    self.moved += data.len() as u64;
+                    if let Data::Receiving(sink) = &self.data {
+                        if let Err(back) = sink.offer(data, last) {
+                            self.stalled = Some(back);
+                            break;
+                        }
+                    }
+                }
+                Event::BufferAcked { storage, .. } => {
+                    self.moved += storage.len() as u64;
+                    if let Data::Sending(src) = &self.data {
+                        src.recycle(storage);
+                    }
+                }
+                Event::Finished => self.finished = true,
+                Event::PeerQuit { reason } => {
+                    self.conn_error
+                        .get_or_insert(ConnectionError::PeerQuit { reason });
+                }
+                Event::Closed(e) => {
+                    self.conn_error.get_or_insert(e);
+                }
+                _ => {}
+            }
+        }
+        if let Data::Sending(src) = &mut self.data {
+            while conn.wants_buffer() {
+                match src.try_next() {
+                    Some(Ok((buf, last))) => {
+                        if let Err(e) = conn.push_buffer(buf, last) {
+                            let e = AppError::new(
+                                exit::FAILED,
+                                format!("engine refused a buffer: {e}"),
+                                "internal error",
+                            );
+                            return self.fail(now, conn, e);
+                        }
+                    }
+                    Some(Err(e)) => return self.fail(now, conn, e),
+                    None => break,
+                }
+            }
+            if self.digest.is_none() {
+                self.digest = src.digest();
+            }
+        }
+    }
+
+    /// Payload bytes moved, without the digest.
+    pub fn progress(&self) -> u64 {
+        self.size.map_or(self.moved, |s| self.moved.min(s))
+    }
+
+    /// After the connection closed: stop the threads (a writer without a
+    /// verdict removes its temporary file) and wait for them.
+    pub fn settle(&mut self) {
+        self.stalled = None;
+        match std::mem::replace(&mut self.data, Data::Gone) {
+            Data::Receiving(mut sink) => {
+                sink.stop();
+                // A verdict may have raced the close.
+                while let Some(o) = sink.poll() {
+                    if let Output::Verdict(r) = o {
+                        match r {
+                            Ok(d) => {
+                                self.digest = Some(d);
+                                self.verified = true;
+                            }
+                            Err(e) => {
+                                self.app_error.get_or_insert(e);
+                            }
+                        }
+                    }
+                }
+            }
+            Data::Sending(mut src) => {
+                if self.digest.is_none() {
+                    self.digest = src.digest();
+                }
+                src.stop();
+            }
+            _ => {}
+        }
+    }
+
+    /// Success, as this end can tell: the connection ended well and, for a
+    /// receiver, the data were verified.
+    pub fn succeeded(&self, conn: &Connection) -> bool {
+        let ok = matches!(conn.result(), Some(Ok(()))) && self.app_error.is_none();
+        if self.sender {
+            ok
+        } else {
+            ok && self.verified
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The active end's loop: one connection, one `connect`ed socket.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use netblt_proto::{Config, Connection, Mode, State};
+use netblt_udp::IoStats;
+
+use super::clock::Clock;
+use super::poll::{wait, Waker};
+use super::rx::RxBuffers;
+use super::socket::{random_port, NetSocket};
+use super::tx::TxQueue;
+use super::{network_error, precise_timers, socket_error, MAX_RX_ROUNDS};
+use crate::app::transfer::Transfer;
+use crate::app::AppError;
+use crate::exit;
+
+/// How to open the connection.
+#[derive(Debug, Clone)]
+pub struct ActiveOptions {
+    /// The peer: UDP address, or (raw IP) its IP address with any port.
+    pub remote: SocketAddr,
+    /// The passive end's NETBLT port (the UDP port over UDP).
+    pub remote_port: u16,
+    pub raw: bool,
+    pub config: Config,
+    pub mode: Mode,
+    pub transfer_size: Option<u64>,
+    /// OPEN client string (application metadata).
+    pub client: Vec<u8>,
+}
+
+/// What the loop leaves behind.
+pub struct ActiveOutcome {
+    pub conn: Connection,
+    pub wall: Duration,
+    pub io: IoStats,
+    pub send_syscalls: u64,
+}
+
+/// Runs one transfer to its end. `progress` is called about ten times a
+/// second. `stop` (Ctrl-C) aborts the connection.
+pub fn run_active(
+    opts: &ActiveOptions,
+    transfer: &mut Transfer,
+    waker: &Arc<Waker>,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(&Transfer, &Connection),
+) -> Result<ActiveOutcome, AppError> {
+    precise_timers();
+    let peer = opts.remote;
+    let sock = NetSocket::connect(peer, opts.raw)
+        .map_err(|e| socket_error(&e, &format!("socket to {peer}"), opts.raw))?;
+    let local_port = if opts.raw {
+        random_port()
+    } else {
+        sock.local_addr()
+            .map_err(|e| socket_error(&e, "socket", false))?
+            .port()
+    };
+    let dest = if opts.raw {
+        SocketAddr::new(peer.ip(), 0)
+    } else {
+        peer
+    };
+    let clock = Clock::new();
+    let started = std::time::Instant::now();
+    let mut conn = Connection::connect(
+        opts.config.clone(),
+        opts.mode,
+        super::random_u32(),
+        local_port,
+        opts.remote_port,
+        opts.transfer_size,
+        opts.client.clone(),
+        clock.now(),
+    )
+    .map_err(|e| AppError::new(exit::USAGE, format!("invalid parameters: {e}"), ""))?;
+    let s = sock.as_dyn();
+    let mut tx = TxQueue::new(s.max_gso_segments(), conn.max_datagram_size());
+    let mut rx = RxBuffers::new();
+    let mut want_write = false;
+    let mut last_progress = std::time::Instant::now();
+    let mut net_error: Option<AppError> = None;
+    loop {
+        let now = clock.now();
+        for _ in 0..MAX_RX_ROUNDS {
+            match rx.recv(s) {
+                Ok(0) => break,
+                Ok(_) => {
+                    for (_, d) in rx.datagrams() {
+                        conn.handle_datagram(now, d);
+                    }
+                }
+                Err(e) => {
+                    net_error = Some(network_error(&e, peer, conn.state() == State::Opening));
+                    break;
+                }
+            }
+        }
+        if net_error.is_some() {
+            break;
+        }
+        if conn.poll_timeout().is_some_and(|t| t <= now) {
+            conn.handle_timeout(now);
+        }
+        transfer.drive(now, &mut conn);
+        if stop.load(Ordering::Relaxed) && !conn.is_closed() {
+            conn.abort(now, "interrupted by the user");
+            transfer.app_error.get_or_insert(AppError::new(
+                exit::FAILED,
+                "interrupted",
+                "interrupted",
+            ));
+        }
+        // Transmit: fill trains from the engine, flush, repeat while full.
+        if !want_write {
+            tx.set_max_datagram(conn.max_datagram_size());
+            loop {
+                let mut full = true;
+                while let Some(slot) = tx.slot() {
+                    match conn.poll_transmit(now, slot) {
+                        Some(n) => tx.commit(dest, n),
+                        None => {
+                            full = false;
+                            break;
+                        }
+                    }
+                }
+                match tx.flush(s) {
+                    Ok(true) if full => continue,
+                    Ok(true) => break,
+                    Ok(false) => {
+                        want_write = true;
+                        break;
+                    }
+                    Err(e) => {
+                        net_error = Some(network_error(&e, peer, conn.state() == State::Opening));
+                        break;
+                    }
+                }
+            }
+        } else {
+            match tx.flush(s) {
+                Ok(done) => want_write = !done,
+                Err(e) => net_error = Some(network_error(&e, peer, conn.state() == State::Opening)),
+            }
+        }
+        if net_error.is_some() || (conn.is_closed() && tx.is_empty()) {
+            break;
+        }
+        if last_progress.elapsed() >= Duration::from_millis(100) {
+            last_progress = std::time::Instant::now();
+            progress(transfer, &conn);
+        }
+        // Bounded: Ctrl-C sets a flag from another thread.
+        let cap = Duration::from_millis(200);
+        let timeout = Some(
+            conn.poll_timeout()
+                .map_or(cap, |t| t.saturating_duration_since(clock.now()).min(cap)),
+        );
+        if timeout.is_some_and(|t| t.is_zero()) && !want_write {
+            continue;
+        }
+        let ready = wait(sock.raw_fd(), want_write, waker, timeout)
+            .map_err(|e| AppError::new(exit::NETWORK, format!("waiting on the socket: {e}"), ""))?;
+        if ready.error && !ready.readable {
+            if let Some(e) = sock.take_error() {
+                net_error = Some(network_error(&e, peer, conn.state() == State::Opening));
+                break;
+            }
+        }
+    }
+    let now = clock.now();
+    if let Some(e) = net_error {
+        if !conn.is_closed() {
+            conn.abort(now, "network error");
+        }
+        transfer.app_error.get_or_insert(e);
+    }
+    transfer.drive(now, &mut conn);
+    transfer.settle();
+    Ok(ActiveOutcome {
+        conn,
+        wall: started.elapsed(),
+        io: s.stats(),
+        send_syscalls: tx.syscalls,
+    })
+}

@@ -1,0 +1,235 @@
+//! The passive end's loop: one socket, an `Endpoint`, many transfers.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use netblt_proto::{Config, ConnectionHandle, DatagramEvent, Endpoint, Incoming};
+
+use super::clock::Clock;
+use super::poll::{wait, Waker};
+use super::rx::RxBuffers;
+use super::socket::NetSocket;
+use super::tx::TxQueue;
+use super::{precise_timers, socket_error, MAX_RX_ROUNDS};
+use crate::app::report::{cpu_times, Report};
+use crate::app::transfer::Transfer;
+use crate::app::AppError;
+use crate::exit;
+
+/// Junk and refusals counted by the endpoint (datagrams that belonged to no
+/// transfer).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct JunkCounts {
+    pub malformed: u64,
+    pub stray: u64,
+    pub refused: u64,
+    pub rejected_uid: u64,
+}
+
+/// What the listener's owner decides.
+pub trait Service {
+    /// An OPEN arrived: accept with a RESPONSE client string and the
+    /// transfer's application side (and optionally a per-connection config),
+    /// or refuse with a reason.
+    fn incoming(&mut self, inc: &Incoming, waker: &Arc<Waker>) -> Result<Accept, String>;
+    /// A transfer ended. Return false to stop listening.
+    fn finished(&mut self, report: Report, junk: JunkCounts) -> bool;
+}
+
+pub struct Accept {
+    pub config: Option<Config>,
+    pub response: Vec<u8>,
+    pub transfer: Transfer,
+}
+
+/// The listener.
+pub struct PassiveOptions {
+    pub listen: SocketAddr,
+    pub raw: bool,
+    pub config: Config,
+}
+
+struct Live {
+    transfer: Transfer,
+    started: std::time::Instant,
+    peer: SocketAddr,
+}
+
+fn junk(ep: &Endpoint) -> JunkCounts {
+    let s = ep.stats();
+    JunkCounts {
+        malformed: s.malformed,
+        stray: s.stray,
+        refused: s.refused,
+        rejected_uid: s.rejected_uid,
+    }
+}
+
+/// Binds the listening socket (separately, so that callers can learn the
+/// port before serving).
+pub fn bind(opts: &PassiveOptions) -> Result<NetSocket, AppError> {
+    NetSocket::listen(opts.listen, opts.raw)
+        .map_err(|e| socket_error(&e, &format!("listening on {}", opts.listen), opts.raw))
+}
+
+/// Serves until `stop` or until the service says so.
+pub fn run_passive(
+    opts: &PassiveOptions,
+    sock: NetSocket,
+    service: &mut dyn Service,
+    stop: &AtomicBool,
+) -> Result<JunkCounts, AppError> {
+    precise_timers();
+    let waker = Arc::new(
+        Waker::new().map_err(|e| AppError::new(exit::LOCAL, format!("eventfd: {e}"), ""))?,
+    );
+    let port = if opts.raw {
+        opts.listen.port()
+    } else {
+        sock.local_addr()
+            .map_err(|e| socket_error(&e, "socket", false))?
+            .port()
+    };
+    let mut ep = Endpoint::new(opts.config.clone(), port);
+    let clock = Clock::new();
+    let s = sock.as_dyn();
+    let mut tx = TxQueue::new(s.max_gso_segments(), 65_507);
+    let mut rx = RxBuffers::new();
+    let mut live: HashMap<usize, Live> = HashMap::new();
+    let mut want_write = false;
+    let mut keep_going = true;
+    let mut stopping = false;
+    loop {
+        let now = clock.now();
+        for _ in 0..MAX_RX_ROUNDS {
+            match rx.recv(s) {
+                Ok(0) => break,
+                Ok(_) => {}
+                // Errors on an unconnected socket are about one peer (an
+                // ICMP message): nothing to do but carry on.
+                Err(e) => {
+                    tracing::debug!(error = %e, "receive error");
+                    break;
+                }
+            }
+            for (from, d) in rx.datagrams() {
+                let Some(DatagramEvent::NewConnection(inc)) = ep.handle(now, from, d) else {
+                    continue;
+                };
+                if stopping || !keep_going {
+                    ep.refuse(&inc, "receiver shutting down");
+                    continue;
+                }
+                match service.incoming(&inc, &waker) {
+                    Ok(a) => match ep.accept(inc.clone(), a.config, a.response, now) {
+                        Ok(h) => {
+                            live.insert(
+                                h.0,
+                                Live {
+                                    transfer: a.transfer,
+                                    started: std::time::Instant::now(),
+                                    peer: inc.remote,
+                                },
+                            );
+                        }
+                        Err(e) => ep.refuse(&inc, &format!("unacceptable parameters: {e}")),
+                    },
+                    Err(reason) => ep.refuse(&inc, &reason),
+                }
+            }
+        }
+        ep.handle_timeout(now);
+        if stop.load(Ordering::Relaxed) && !stopping {
+            stopping = true;
+            for h in ep.handles() {
+                if let Some(c) = ep.connection_mut(h) {
+                    if !c.is_closed() {
+                        c.abort(now, "receiver interrupted");
+                    }
+                }
+            }
+        }
+        for (&i, l) in live.iter_mut() {
+            if let Some(c) = ep.connection_mut(ConnectionHandle(i)) {
+                l.transfer.drive(now, c);
+            }
+        }
+        if !want_write {
+            loop {
+                let mut full = true;
+                while let Some(slot) = tx.slot() {
+                    match ep.poll_transmit(now, slot) {
+                        Some((to, n)) => tx.commit(to, n),
+                        None => {
+                            full = false;
+                            break;
+                        }
+                    }
+                }
+                match tx.flush(s) {
+                    Ok(true) if full => continue,
+                    Ok(true) => break,
+                    Ok(false) => {
+                        want_write = true;
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "send error");
+                        break;
+                    }
+                }
+            }
+        } else {
+            want_write = !tx.flush(s).unwrap_or(true);
+        }
+        // Retire closed connections (their last packets are out).
+        if tx.is_empty() {
+            let closed: Vec<usize> = live
+                .keys()
+                .copied()
+                .filter(|&i| {
+                    ep.connection(ConnectionHandle(i))
+                        .is_none_or(|c| c.is_closed())
+                })
+                .collect();
+            for i in closed {
+                let h = ConnectionHandle(i);
+                let (Some(mut l), Some(mut conn)) = (live.remove(&i), ep.remove(h)) else {
+                    continue;
+                };
+                l.transfer.drive(now, &mut conn);
+                l.transfer.settle();
+                let report = Report::new(
+                    &l.transfer,
+                    &conn,
+                    l.peer.to_string(),
+                    l.started.elapsed(),
+                    cpu_times(),
+                );
+                keep_going &= service.finished(report, junk(&ep));
+            }
+        }
+        if (!keep_going || stopping) && live.is_empty() && tx.is_empty() {
+            return Ok(junk(&ep));
+        }
+        let mut timeout = ep
+            .poll_timeout()
+            .map(|t| t.saturating_duration_since(clock.now()));
+        // Bounded even when idle: Ctrl-C is noticed through a flag set by
+        // another thread, which does not interrupt ppoll.
+        let cap = if stopping || !keep_going {
+            Duration::from_millis(10)
+        } else {
+            Duration::from_millis(200)
+        };
+        timeout = Some(timeout.map_or(cap, |t| t.min(cap)));
+        if timeout.is_some_and(|t| t.is_zero()) && !want_write {
+            continue;
+        }
+        wait(sock.raw_fd(), want_write, &waker, timeout)
+            .map_err(|e| AppError::new(exit::NETWORK, format!("waiting on the socket: {e}"), ""))?;
+    }
+}

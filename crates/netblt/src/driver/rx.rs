@@ -1,0 +1,60 @@
+//! Incoming datagrams: `recvmmsg` into [`netblt_udp::BATCH`] buffers of
+//! 64 KiB, each holding one datagram or one GRO train, allocated once.
+
+use std::io::{self, IoSliceMut};
+
+use netblt_udp::{DatagramSocket, RecvMeta, BATCH, MAX_DATAGRAM_BUFFER};
+
+pub struct RxBuffers {
+    storage: Vec<u8>,
+    meta: [RecvMeta; BATCH],
+    filled: usize,
+}
+
+impl RxBuffers {
+    pub fn new() -> RxBuffers {
+        RxBuffers {
+            storage: vec![0; BATCH * MAX_DATAGRAM_BUFFER],
+            meta: [RecvMeta::default(); BATCH],
+            filled: 0,
+        }
+    }
+
+    /// One receive syscall; returns how many buffers were filled (0 when
+    /// nothing was queued).
+    pub fn recv(&mut self, sock: &dyn DatagramSocket) -> io::Result<usize> {
+        let mut chunks = self.storage.chunks_exact_mut(MAX_DATAGRAM_BUFFER);
+        let mut bufs: [IoSliceMut<'_>; BATCH] =
+            std::array::from_fn(|_| IoSliceMut::new(chunks.next().unwrap_or_default()));
+        self.filled = 0;
+        match sock.recv(&mut bufs, &mut self.meta) {
+            Ok(n) => {
+                self.filled = n.min(BATCH);
+                Ok(self.filled)
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The datagrams of the last [`recv`](Self::recv), with their source.
+    pub fn datagrams(&self) -> impl Iterator<Item = (std::net::SocketAddr, &[u8])> + '_ {
+        self.meta[..self.filled]
+            .iter()
+            .enumerate()
+            .flat_map(move |(i, m)| {
+                let buf = self
+                    .storage
+                    .get(i * MAX_DATAGRAM_BUFFER..(i + 1) * MAX_DATAGRAM_BUFFER)
+                    .unwrap_or_default();
+                let addr = m.addr;
+                m.segments(buf).map(move |d| (addr, d))
+            })
+    }
+}
+
+impl Default for RxBuffers {
+    fn default() -> Self {
+        RxBuffers::new()
+    }
+}

@@ -1,0 +1,300 @@
+//! `netblt report`: the seed documents' measurements reproduced, the paper's
+//! numbers beside ours, written to one Markdown file with figures.
+//!
+//! Everything is deterministic (fixed seeds) except RFC 415's table, which
+//! measures this machine's kernel TCP over loopback and so differs run to run.
+
+pub mod fmt;
+pub mod rfc1030;
+pub mod rfc415;
+pub mod xunet;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use netblt_measure::plot::{self, Series};
+use serde::Serialize;
+
+/// What to run and where to write.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub out: PathBuf,
+    pub figures: PathBuf,
+    /// Fewer seeds, repetitions and bytes: minutes become seconds.
+    pub quick: bool,
+}
+
+/// Seeds averaged on random profiles.
+pub fn seeds(quick: bool) -> Vec<u64> {
+    if quick {
+        vec![1]
+    } else {
+        vec![1, 2, 3, 4, 5]
+    }
+}
+
+/// Everything measured, for `--json`.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub quick: bool,
+    pub seeds: Vec<u64>,
+    pub rfc1030: Vec<(String, Vec<rfc1030::RowResult>)>,
+    pub xunet_table_i: Vec<xunet::EchoRow>,
+    pub xunet_figure_3: Vec<(usize, f64, f64)>,
+    pub xunet_table_ii: Vec<xunet::ZeroLargeResult>,
+    pub xunet_table_iii: Vec<xunet::ProcessRow>,
+    pub xunet_table_iv: Vec<xunet::TransferRow>,
+    pub rfc415: Vec<netblt_measure::cpu::CpuRow>,
+    pub rfc415_error: Option<String>,
+    pub figures: Vec<String>,
+}
+
+/// Progress callback: (message, steps done, steps total).
+pub type Progress<'a> = &'a mut dyn FnMut(&str, u64, u64);
+
+/// Runs every reproduction.
+pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
+    let seeds = seeds(opts.quick);
+    let total: u64 = rfc1030::APPENDICES
+        .iter()
+        .map(|a| rfc1030::distinct_inputs(a) as u64)
+        .sum::<u64>()
+        + 14
+        + 5;
+    let mut done = 0u64;
+    let mut rfc1030_out = Vec::new();
+    for a in &rfc1030::APPENDICES {
+        let label = format!("RFC 1030 appendix {}", a.id);
+        progress(&label, done, total);
+        let rows = rfc1030::run_appendix(a, &seeds, &mut || {
+            done += 1;
+            progress(&label, done, total);
+        })?;
+        rfc1030_out.push((a.id.to_string(), rows));
+    }
+    let reps = if opts.quick { 3 } else { 20 };
+    progress("XUNET Table I", done, total);
+    let t1 = xunet::table_i(reps)?;
+    let f3 = xunet::figure_3(reps)?;
+    done += 1;
+    progress("XUNET Table IV", done, total);
+    let t4 = xunet::table_iv(if opts.quick { 10 } else { 50 })?;
+    done += 1;
+    progress("XUNET Table II", done, total);
+    let t2 = xunet::table_ii(if opts.quick { 30_000 } else { 300_000 })?;
+    done += 1;
+    let per_process = if opts.quick { 50_000 } else { 1_000_000 };
+    let t3 = xunet::table_iii(per_process, &mut || {
+        done += 1;
+        progress("XUNET Table III", done, total);
+    })?;
+    progress("RFC 415 (TCP over loopback)", done, total);
+    let (cpu, cpu_err) = match rfc415::run(if opts.quick { 4 << 20 } else { 64 << 20 }) {
+        Ok(rows) => (rows, None),
+        Err(e) => (Vec::new(), Some(format!("{e:#}"))),
+    };
+    done = total;
+    progress("figures", done, total);
+    let mut report = Report {
+        quick: opts.quick,
+        seeds,
+        rfc1030: rfc1030_out,
+        xunet_table_i: t1,
+        xunet_figure_3: f3,
+        xunet_table_ii: t2,
+        xunet_table_iii: t3,
+        xunet_table_iv: t4,
+        rfc415: cpu,
+        rfc415_error: cpu_err,
+        figures: Vec::new(),
+    };
+    report.figures = figures(&report, &opts.figures, opts.quick)?;
+    let md = markdown(&report, &opts.out, &opts.figures);
+    if let Some(dir) = opts.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&opts.out, md)?;
+    Ok(report)
+}
+
+fn figures(r: &Report, dir: &Path, quick: bool) -> anyhow::Result<Vec<String>> {
+    std::fs::create_dir_all(dir)?;
+    let mut out = Vec::new();
+    for (id, rows) in &r.rfc1030 {
+        let mut combos: Vec<(u16, u16)> = rows.iter().map(|x| (x.psz, x.nbufs)).collect();
+        combos.sort_unstable();
+        combos.dedup();
+        let mut series = Vec::new();
+        for (psz, nb) in combos {
+            let sel: Vec<_> = rows
+                .iter()
+                .filter(|x| x.psz == psz && x.nbufs == nb)
+                .collect();
+            let paper: Vec<(f64, f64)> = sel
+                .iter()
+                .map(|x| (f64::from(x.bi), x.paper_speed))
+                .collect();
+            let mut ours: Vec<(f64, f64)> = sel
+                .iter()
+                .map(|x| (f64::from(x.bi), x.ours.speed))
+                .collect();
+            ours.dedup_by(|a, b| a.0 == b.0);
+            series.push(
+                Series::new(format!("paper PSZ {psz} NBUFS {nb}"), paper)
+                    .with_style(plot::SeriesStyle::Points),
+            );
+            series.push(Series::new(format!("ours PSZ {psz} NBUFS {nb}"), ours));
+        }
+        let stem = format!("rfc1030-appendix-{}", id.to_lowercase());
+        plot::lines(
+            dir.join(&stem),
+            &format!("RFC 1030 appendix {id}: steady-state throughput against burst interval"),
+            "burst interval (ms, 5 packets per burst)",
+            "throughput (Mb/s)",
+            &series,
+            false,
+            false,
+        )?;
+        out.push(stem);
+    }
+    let reps = if quick { 2 } else { 5 };
+    let (small, large) = xunet::rtt_curve(reps)?;
+    let paper: Vec<(f64, f64)> = xunet::TABLE_I.iter().map(|x| (x.0 as f64, x.4)).collect();
+    let fig3: Vec<(f64, f64)> = xunet::FIGURE_3_TEXT
+        .iter()
+        .map(|x| (x.0 as f64, x.1))
+        .collect();
+    plot::lines(
+        dir.join("xunet-rtt"),
+        "XUNET: minimum RTT against message size (Vangogh to Fishonaplatter)",
+        "message size (bytes)",
+        "minimum RTT (ms)",
+        &[
+            Series::new("paper, 756-byte windows (Table I)", paper)
+                .with_style(plot::SeriesStyle::Points),
+            Series::new("paper, 84-byte windows (§2.5.2 text)", fig3)
+                .with_style(plot::SeriesStyle::Points),
+            Series::new("ours, 756-byte windows", large),
+            Series::new("ours, 84-byte windows", small),
+        ],
+        true,
+        true,
+    )?;
+    out.push("xunet-rtt".into());
+    let t3 = &r.xunet_table_iii;
+    let pts = |f: fn(&xunet::ProcessRow) -> f64| {
+        t3.iter()
+            .map(|x| (x.processes as f64, f(x)))
+            .collect::<Vec<_>>()
+    };
+    plot::lines(
+        dir.join("xunet-processes"),
+        "XUNET Table III: throughput against number of processes",
+        "processes",
+        "throughput (bytes/s)",
+        &[
+            Series::new("paper total", pts(|x| x.paper_total))
+                .with_style(plot::SeriesStyle::Points),
+            Series::new("ours total", pts(|x| x.ours_total)),
+            Series::new("paper per process", pts(|x| x.paper_per_process))
+                .with_style(plot::SeriesStyle::Points),
+            Series::new("ours per process", pts(|x| x.ours_per_process)),
+        ],
+        false,
+        false,
+    )?;
+    out.push("xunet-processes".into());
+    Ok(out)
+}
+
+fn rel(from: &Path, to: &Path) -> String {
+    // Figures are linked relative to the report when they sit below its directory.
+    let base = from.parent().unwrap_or(Path::new(""));
+    to.strip_prefix(base).unwrap_or(to).display().to_string()
+}
+
+fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
+    let mut s = String::new();
+    let fig = |s: &mut String, stem: &str, alt: &str| {
+        let p = rel(out, &figs.join(format!("{stem}.png")));
+        let _ = writeln!(
+            s,
+            "![{alt}]({p}) ([SVG]({}))\n",
+            p.trim_end_matches(".png").to_string() + ".svg"
+        );
+    };
+    let _ = writeln!(s, "# Reproductions of the seed documents' measurements\n");
+    let _ = writeln!(
+        s,
+        "Generated by `netblt report{}` (deterministic seeds; only RFC 415's table measures this machine). \
+         Errors are (ours - paper) / paper. Random profiles (ethernet-3c500, wideband) are averaged over {} seed(s): {:?}; \
+         the Proteon ring is deterministic and run once.\n",
+        if r.quick { " --quick" } else { "" },
+        r.seeds.len(),
+        r.seeds
+    );
+    s.push_str(include_str!("notes_rfc1030.md"));
+    for (id, rows) in &r.rfc1030 {
+        let a = rfc1030::APPENDICES.iter().find(|a| a.id == id);
+        let title = a.map_or("", |a| a.title);
+        let profile = a.map_or("", |a| a.profile);
+        let _ = writeln!(s, "\n### Appendix {id}: {title} (profile `{profile}`)\n");
+        let errs: Vec<f64> = rows
+            .iter()
+            .filter_map(|x| x.speed_error_pct)
+            .map(f64::abs)
+            .collect();
+        let _ = writeln!(
+            s,
+            "{} rows; mean |SPEED error| {}, worst {}.\n",
+            rows.len(),
+            fmt::num(fmt::mean(&errs), 1) + " %",
+            fmt::num(errs.iter().copied().fold(0.0, f64::max), 1) + " %"
+        );
+        s.push_str(&rfc1030::markdown(rows, id != "IV"));
+        s.push('\n');
+        fig(
+            &mut s,
+            &format!("rfc1030-appendix-{}", id.to_lowercase()),
+            &format!("appendix {id}"),
+        );
+    }
+    s.push_str(include_str!("notes_xunet.md"));
+    let _ = writeln!(
+        s,
+        "\n### Table I: RTT test to Fishonaplatter (756-byte windows both ways)\n"
+    );
+    s.push_str(&xunet::md_table_i(&r.xunet_table_i));
+    let _ = writeln!(
+        s,
+        "\n### Before the change: 84-byte windows both ways (§2.5.2)\n"
+    );
+    s.push_str(&xunet::md_figure_3(&r.xunet_figure_3));
+    s.push('\n');
+    fig(&mut s, "xunet-rtt", "RTT against size");
+    let _ = writeln!(
+        s,
+        "\n### Table II: maximum against measured throughput, one process (eqs. 7-9)\n"
+    );
+    s.push_str(&xunet::md_table_ii(&r.xunet_table_ii));
+    let _ = writeln!(
+        s,
+        "\n### Table III: multiple processes (1024-byte writes, one T1 trunk)\n"
+    );
+    s.push_str(&xunet::md_table_iii(&r.xunet_table_iii));
+    s.push('\n');
+    fig(&mut s, "xunet-processes", "throughput against processes");
+    let _ = writeln!(s, "\n### Table IV: transfer test to Fishonaplatter\n");
+    s.push_str(&xunet::md_table_iv(&r.xunet_table_iv));
+    s.push_str(include_str!("notes_rfc415.md"));
+    match &r.rfc415_error {
+        Some(e) => {
+            let _ = writeln!(s, "\nThe measurement failed on this machine: {e}\n");
+        }
+        None => {
+            s.push('\n');
+            s.push_str(&rfc415::markdown(&r.rfc415));
+        }
+    }
+    s
+}

@@ -1,0 +1,185 @@
+//! Helpers for the end-to-end tests: run the `netblt` binary on loopback.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_netblt")
+}
+
+/// A UDP port free right now on 127.0.0.1.
+pub fn free_port() -> u16 {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    s.local_addr().expect("addr").port()
+}
+
+/// A running `netblt recv`.
+pub struct Recv {
+    pub child: Child,
+    pub port: u16,
+    pub addr: String,
+    stderr_lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Recv {
+    /// Starts `netblt recv --listen 127.0.0.1:PORT ARGS` and waits until it
+    /// listens.
+    pub fn start(args: &[&str]) -> Recv {
+        let port = free_port();
+        let addr = format!("127.0.0.1:{port}");
+        let mut child = Command::new(bin())
+            .arg("recv")
+            .arg("--listen")
+            .arg(&addr)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn recv");
+        let err = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let r = Recv {
+            child,
+            port,
+            addr,
+            stderr_lines: rx,
+        };
+        if !args.contains(&"--json") {
+            let line = r
+                .stderr_lines
+                .recv_timeout(Duration::from_secs(10))
+                .expect("recv did not start");
+            assert!(line.contains("listening"), "unexpected: {line}");
+        } else {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        r
+    }
+
+    /// Waits for the receiver to exit (it must have been started with
+    /// --once) and returns its exit code and stdout.
+    pub fn finish(mut self, limit: Duration) -> (Option<i32>, String, String) {
+        let code = wait(&mut self.child, limit);
+        let mut out = String::new();
+        if let Some(mut o) = self.child.stdout.take() {
+            let _ = o.read_to_string(&mut out);
+        }
+        let err: Vec<String> = self.stderr_lines.try_iter().collect();
+        (code, out, err.join("\n"))
+    }
+
+    /// Stops the receiver (SIGINT) and returns its stdout.
+    pub fn stop(mut self) -> String {
+        // SAFETY: signals our own child.
+        unsafe {
+            libc_kill(self.child.id() as i32, 2);
+        }
+        let _ = wait(&mut self.child, Duration::from_secs(5));
+        let mut out = String::new();
+        if let Some(mut o) = self.child.stdout.take() {
+            let _ = o.read_to_string(&mut out);
+        }
+        out
+    }
+}
+
+impl Drop for Recv {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// Waits up to `limit` for `child`; kills it after that (None).
+pub fn wait(child: &mut Child, limit: Duration) -> Option<i32> {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            return st.code();
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs `netblt ARGS` to completion (at most `limit`).
+pub fn run(args: &[&str], limit: Duration) -> (Option<i32>, String, String) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut so = child.stdout.take().expect("stdout");
+    let mut se = child.stderr.take().expect("stderr");
+    let t = std::thread::spawn(move || {
+        let mut a = String::new();
+        let mut b = String::new();
+        let _ = so.read_to_string(&mut a);
+        let _ = se.read_to_string(&mut b);
+        (a, b)
+    });
+    let code = wait(&mut child, limit);
+    let (out, err) = t.join().unwrap_or_default();
+    (code, out, err)
+}
+
+pub fn output(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().expect("run")
+}
+
+/// Deterministic content of `n` bytes.
+pub fn data(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+pub fn write(path: &Path, bytes: &[u8]) {
+    if let Some(p) = path.parent() {
+        std::fs::create_dir_all(p).expect("mkdir");
+    }
+    std::fs::write(path, bytes).expect("write");
+}
+
+/// Files under `dir` whose names contain ".part" (left-over temp files).
+pub fn temp_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().contains(".part") {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+pub const T: Duration = Duration::from_secs(30);

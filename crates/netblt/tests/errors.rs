@@ -1,0 +1,219 @@
+//! End-to-end failures on loopback: junk, a killed sender, a vanished
+//! receiver, nothing listening, bad flags.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+#[test]
+fn junk_during_a_transfer_is_counted_and_harmless() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let p = src.path().join("payload");
+    write(&p, &data(3_000_000, 9));
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--json", "--once"]);
+    let target = r.addr.clone();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let junk = std::thread::spawn(move || {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut x: u64 = 12345;
+        let mut sent = 0u32;
+        while !stop2.load(std::sync::atomic::Ordering::Relaxed) || sent < 200 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 1500) as usize;
+            let mut d = data(len, x);
+            if sent % 3 == 0 && d.len() >= 12 {
+                // Looks like NETBLT: version 1, a real type, our port.
+                d[2] = 1;
+                d[3] = (x % 11) as u8;
+                d[10..12].copy_from_slice(&r_port(&target).to_be_bytes());
+            }
+            let _ = s.send_to(&d, &target);
+            sent += 1;
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        sent
+    });
+    let (code, out, e) = run(&["send", p.to_str().unwrap(), &r.addr, "--rate", "100M"], T);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let sent = junk.join().unwrap();
+    assert_eq!(code, Some(0), "{out}\n{e}");
+    assert_eq!(
+        std::fs::read(dst.path().join("payload")).unwrap(),
+        data(3_000_000, 9)
+    );
+    let (rc, rout, rerr) = r.finish(T);
+    assert_eq!(rc, Some(0), "{rout}\n{rerr}");
+    let v: serde_json::Value =
+        serde_json::from_str(rout.lines().next().unwrap_or("")).expect("json");
+    let junk = &v["junk"];
+    let counted = junk["malformed"].as_u64().unwrap_or(0) + junk["stray"].as_u64().unwrap_or(0);
+    assert!(counted > 0 && sent > 0, "{rout}");
+}
+
+fn r_port(addr: &str) -> u16 {
+    addr.rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn killed_sender_leaves_no_file() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let p = src.path().join("big");
+    write(&p, &data(20_000_000, 4));
+    let r = Recv::start(&[
+        "--dir",
+        dst.path().to_str().unwrap(),
+        "--once",
+        "--death-timer",
+        "1",
+    ]);
+    let mut sender = std::process::Command::new(bin())
+        .args([
+            "send",
+            p.to_str().unwrap(),
+            &r.addr,
+            "--rate",
+            "20M",
+            "--death-timer",
+            "1",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    sender.kill().unwrap();
+    let _ = sender.wait();
+    let (code, out, err) = r.finish(Duration::from_secs(15));
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(out.contains("peer silent for 1 s (death timer)"), "{out}");
+    assert!(!dst.path().join("big").exists());
+    assert!(
+        temp_files(dst.path()).is_empty(),
+        "{:?}",
+        temp_files(dst.path())
+    );
+}
+
+#[test]
+fn vanished_receiver_is_reported() {
+    let src = tempfile::tempdir().unwrap();
+    let p = src.path().join("big");
+    write(&p, &data(20_000_000, 4));
+    let r = Recv::start(&["--sink"]);
+    let mut sender = std::process::Command::new(bin())
+        .args([
+            "send",
+            p.to_str().unwrap(),
+            &r.addr,
+            "--rate",
+            "20M",
+            "--death-timer",
+            "2",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    drop(r); // SIGKILL
+    let code = wait(&mut sender, Duration::from_secs(15));
+    let out = sender.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(code, Some(1) | Some(4)), "{code:?} {err}");
+    assert!(
+        err.contains("went away") || err.contains("peer silent for 2 s"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+}
+
+#[test]
+fn nothing_listening_is_refused() {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f");
+    write(&p, b"x");
+    let (code, _, e) = run(
+        &["send", p.to_str().unwrap(), &format!("127.0.0.1:{port}")],
+        T,
+    );
+    assert_eq!(code, Some(4), "{e}");
+    assert!(e.contains("connection refused by 127.0.0.1"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    let (code, _, e) = run(&["bench", &format!("127.0.0.1:{port}"), "--size", "1M"], T);
+    assert_eq!(code, Some(4), "{e}");
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    for args in [
+        &["send"][..],
+        &["send", "onlyonearg"],
+        &["bench", "127.0.0.1", "--packet-size", "0"],
+        &["bench", "127.0.0.1", "--packet-size", "70000"],
+        &[
+            "bench",
+            "127.0.0.1",
+            "--rate",
+            "1G",
+            "--burst-size",
+            "5",
+            "--burst-interval",
+            "1",
+        ],
+        &["bench", "127.0.0.1", "--burst-size", "5"],
+        &["bench", "127.0.0.1", "--buffers", "0"],
+        &["recv", "--listen", "nonsense"],
+        &["bench", "127.0.0.1", "--size", "12x"],
+    ] {
+        let o = output(args);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // Our own checks print exactly one line.
+    let o = output(&["bench", "127.0.0.1", "--packet-size", "0"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+}
+
+#[test]
+fn raw_ip_loopback_or_clear_error() {
+    // As root this runs NETBLT over IP protocol 30 on loopback; otherwise it
+    // must fail with one line and exit 3.
+    let r = std::process::Command::new(bin())
+        .args([
+            "recv",
+            "--raw-ip",
+            "--sink",
+            "--once",
+            "--listen",
+            "127.0.0.1:9998",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let (code, out, e) = run(&["bench", "127.0.0.1:9998", "--raw-ip", "--size", "2MB"], T);
+    let mut r = r;
+    let rc = wait(&mut r, Duration::from_secs(10));
+    if code == Some(3) {
+        assert!(e.contains("root"), "{e}");
+    } else {
+        assert_eq!(code, Some(0), "{out}\n{e}");
+        assert_eq!(rc, Some(0));
+    }
+}

@@ -1,0 +1,276 @@
+//! End-to-end transfers on loopback: WRITE and READ, sizes at the
+//! boundaries, directories, concurrent senders, existing files.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+fn send(files: &[&Path], addr: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+    let mut args: Vec<String> = vec!["send".into()];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    args.push(addr.into());
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(&a, T)
+}
+
+#[test]
+fn small_and_boundary_sizes() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
+    // Buffer 10000 bytes, packets of 1000: sizes around packet and buffer
+    // edges, counting the 32-byte digest that follows the data.
+    let sizes = [
+        0usize, 1, 999, 1000, 1001, 9968, 9967, 9969, 10000, 10001, 29_968, 65_536,
+    ];
+    let mut paths = Vec::new();
+    for (i, n) in sizes.iter().enumerate() {
+        let p = src.path().join(format!("f{i}_{n}"));
+        write(&p, &data(*n, i as u64));
+        paths.push(p);
+    }
+    let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
+    let (code, out, err) = send(
+        &refs,
+        &r.addr,
+        &["--buffer-size", "10000", "--packet-size", "1000"],
+    );
+    assert_eq!(code, Some(0), "stdout: {out}\nstderr: {err}");
+    for p in &paths {
+        let got = std::fs::read(dst.path().join(p.file_name().unwrap())).unwrap();
+        assert_eq!(got, std::fs::read(p).unwrap(), "{}", p.display());
+    }
+    assert!(temp_files(dst.path()).is_empty());
+    drop(r);
+}
+
+#[test]
+fn packet_and_buffer_size_plus_minus_one() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
+    let p = src.path().join("x");
+    write(&p, &data(200_001, 7));
+    let cases: [&[&str]; 4] = [
+        &["--packet-size", "1399"],
+        &["--packet-size", "1401"],
+        &["--buffer-size", "65535"],
+        &["--buffer-size", "65537"],
+    ];
+    for (i, extra) in cases.iter().enumerate() {
+        let name = src.path().join(format!("case{i}"));
+        std::fs::copy(&p, &name).unwrap();
+        let (code, out, err) = send(&[&name], &r.addr, extra);
+        assert_eq!(code, Some(0), "{extra:?}\nstdout: {out}\nstderr: {err}");
+        assert_eq!(
+            std::fs::read(dst.path().join(format!("case{i}"))).unwrap(),
+            std::fs::read(&p).unwrap()
+        );
+    }
+}
+
+#[test]
+fn directory_tree() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let root = src.path().join("tree");
+    write(&root.join("a.txt"), b"alpha");
+    write(&root.join("sub/b.bin"), &data(50_000, 2));
+    write(&root.join("sub/deeper/c"), &data(3, 3));
+    write(&root.join("empty"), b"");
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
+    let (code, out, err) = send(&[&root], &r.addr, &[]);
+    assert_eq!(code, Some(0), "stdout: {out}\nstderr: {err}");
+    for rel in ["a.txt", "sub/b.bin", "sub/deeper/c", "empty"] {
+        assert_eq!(
+            std::fs::read(dst.path().join("tree").join(rel)).unwrap(),
+            std::fs::read(root.join(rel)).unwrap(),
+            "{rel}"
+        );
+    }
+}
+
+#[test]
+fn concurrent_senders() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
+    let mut kids = Vec::new();
+    for i in 0..4 {
+        let p = src.path().join(format!("c{i}"));
+        write(&p, &data(300_000 + i * 1000, 10 + i as u64));
+        let child = std::process::Command::new(bin())
+            .args(["send", p.to_str().unwrap(), &r.addr, "--rate", "200M"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        kids.push((p, child));
+    }
+    for (p, mut c) in kids {
+        assert_eq!(wait(&mut c, T), Some(0), "{}", p.display());
+        assert_eq!(
+            std::fs::read(dst.path().join(p.file_name().unwrap())).unwrap(),
+            std::fs::read(&p).unwrap()
+        );
+    }
+}
+
+#[test]
+fn read_mode_get() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    write(&dir.path().join("pub/f.bin"), &data(123_457, 5));
+    let r = Recv::start(&["--dir", dir.path().to_str().unwrap(), "--serve"]);
+    let target = out.path().join("got.bin");
+    let (code, o, e) = run(
+        &["get", &r.addr, "pub/f.bin", "-o", target.to_str().unwrap()],
+        T,
+    );
+    assert_eq!(code, Some(0), "stdout: {o}\nstderr: {e}");
+    assert_eq!(std::fs::read(&target).unwrap(), data(123_457, 5));
+    // Existing output: refused locally without --force, overwritten with it.
+    let (code, _, e) = run(
+        &["get", &r.addr, "pub/f.bin", "-o", target.to_str().unwrap()],
+        T,
+    );
+    assert_eq!(code, Some(3), "{e}");
+    assert!(e.contains("file exists"), "{e}");
+    let (code, _, e) = run(
+        &[
+            "get",
+            &r.addr,
+            "pub/f.bin",
+            "-o",
+            target.to_str().unwrap(),
+            "--force",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(0), "{e}");
+    // Missing file and escaping names.
+    let (code, _, e) = run(
+        &[
+            "get",
+            &r.addr,
+            "pub/nope",
+            "-o",
+            out.path().to_str().unwrap(),
+        ],
+        T,
+    );
+    assert_eq!(code, Some(1), "{e}");
+    assert!(e.contains("no such file"), "{e}");
+    let (code, _, _) = run(
+        &[
+            "get",
+            &r.addr,
+            "../etc/passwd",
+            "-o",
+            out.path().to_str().unwrap(),
+        ],
+        T,
+    );
+    assert_eq!(code, Some(2));
+    assert!(temp_files(out.path()).is_empty());
+}
+
+#[test]
+fn get_needs_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join("f"), b"secret");
+    let r = Recv::start(&["--dir", dir.path().to_str().unwrap()]);
+    let out = tempfile::tempdir().unwrap();
+    let (code, _, e) = run(
+        &["get", &r.addr, "f", "-o", out.path().to_str().unwrap()],
+        T,
+    );
+    assert_eq!(code, Some(1), "{e}");
+    assert!(e.contains("--serve"), "{e}");
+}
+
+#[test]
+fn existing_file_refused_unless_force() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let p = src.path().join("same");
+    write(&p, b"new contents");
+    write(&dst.path().join("same"), b"old");
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
+    let (code, _, e) = send(&[&p], &r.addr, &[]);
+    assert_eq!(code, Some(1), "{e}");
+    assert!(e.contains("file exists"), "{e}");
+    assert_eq!(std::fs::read(dst.path().join("same")).unwrap(), b"old");
+    drop(r);
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--force"]);
+    let (code, _, e) = send(&[&p], &r.addr, &[]);
+    assert_eq!(code, Some(0), "{e}");
+    assert_eq!(
+        std::fs::read(dst.path().join("same")).unwrap(),
+        b"new contents"
+    );
+    assert!(temp_files(dst.path()).is_empty());
+}
+
+#[test]
+fn sink_bench_and_json() {
+    let r = Recv::start(&["--sink"]);
+    let (code, out, e) = run(&["bench", &r.addr, "--size", "3MB", "--json"], T);
+    assert_eq!(code, Some(0), "{e}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    for k in [
+        "bytes",
+        "burst_size",
+        "burst_interval_ms",
+        "packet_size",
+        "buffer_size",
+        "buffers",
+        "lost",
+        "retransmitted",
+        "data_timeouts",
+        "control_packets",
+        "real_throughput_bps",
+        "steady_throughput_bps",
+        "verified",
+        "wall_time_s",
+        "cpu_user_s",
+        "cpu_sys_s",
+        "digest",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k} in {out}");
+    }
+    assert_eq!(v["verified"], serde_json::Value::Bool(true));
+    assert_eq!(v["bytes"], 3_000_000);
+    let (code, out, e) = run(&["bench", &r.addr, "--size", "1MB"], T);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(out.contains("BS/BI"), "{out}");
+}
+
+#[test]
+fn demo_runs() {
+    let (code, out, e) = run(&["demo", "--size", "4MB"], T);
+    assert_eq!(code, Some(0), "{out}\n{e}");
+    assert!(out.contains("verified: both ends"), "{out}");
+}
+
+/// A sparse file over 4 GiB: sizes beyond 32 bits (the OPEN's transfer-size
+/// field then says "not given"). Slow: run with `--ignored`.
+#[test]
+#[ignore]
+fn sparse_file_over_4_gib() {
+    let src = tempfile::tempdir().unwrap();
+    let p = src.path().join("sparse");
+    let f = std::fs::File::create(&p).unwrap();
+    f.set_len((4u64 << 30) + 12_345).unwrap();
+    drop(f);
+    let r = Recv::start(&["--sink"]);
+    let (code, out, e) = run(
+        &["send", p.to_str().unwrap(), &r.addr, "--json"],
+        std::time::Duration::from_secs(600),
+    );
+    assert_eq!(code, Some(0), "{out}\n{e}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["bytes"], (4u64 << 30) + 12_345);
+}
