@@ -63,7 +63,7 @@ pub mod rtt;
 pub mod rusage;
 pub mod server;
 pub mod stats;
-mod transport;
+pub mod transport;
 pub mod units;
 
 pub use error::MeasureError;

@@ -138,7 +138,12 @@ pub fn run_load(
         .map(|_| SinkConnection::connect(config.target, config.transport, config.timeout))
         .collect::<Result<Vec<_>, _>>()?;
     let probe = if config.rtt_size > 0 && config.rtt_count > 0 {
-        let c = EchoClient::connect(config.target, config.transport, config.rtt_timeout)?;
+        // NETBLT moves data one way only; its RTT probe is a UDP echo.
+        let probe = match config.transport {
+            Transport::Netblt => Transport::Udp,
+            t => t,
+        };
+        let c = EchoClient::connect(config.target, probe, config.rtt_timeout)?;
         if config.rtt_size > c.max_message() {
             return Err(MeasureError::SizeOutOfRange {
                 size: config.rtt_size,

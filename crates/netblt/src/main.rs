@@ -90,6 +90,7 @@ fn main() {
         }
     };
     init_logging(cli.log.as_deref());
+    app::bulk::register();
     let result: anyhow::Result<i32> = match cli.command {
         Command::Sim(a) => commands::sim::run(*a).map(|()| exit::OK),
         Command::Profiles(a) => commands::profiles::run(a).map(|()| exit::OK),

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::progress::ByteWatch;
-use super::{pick_transport, print_json, CpuArgs};
+use super::{pick_bulk_transport, print_json, CpuArgs};
 use crate::cpu::{measure_cpu, CpuConfig, CpuReport, DEFAULT_CPU_SIZES};
 use crate::plot::{self, Series};
 use crate::protocol::MAX_UDP_PAYLOAD;
@@ -18,7 +18,7 @@ use crate::units::{format_bytes, format_si};
 /// # Errors
 /// Connection and transfer errors, a zero size or byte count.
 pub fn run_cpu(args: CpuArgs) -> anyhow::Result<()> {
-    let transport = pick_transport(args.tcp, args.udp, Transport::Tcp);
+    let transport = pick_bulk_transport(args.tcp, args.udp, args.netblt, Transport::Tcp);
     let mut config = CpuConfig::new(args.target.0, transport);
     if let Some(spec) = &args.sizes {
         config.sizes = spec.resolve(&DEFAULT_CPU_SIZES);
@@ -30,6 +30,11 @@ pub fn run_cpu(args: CpuArgs) -> anyhow::Result<()> {
         !config.sizes.contains(&0),
         "message sizes must be at least 1 byte"
     );
+    if transport == Transport::Netblt && config.sizes.len() > 1 {
+        // NETBLT packetizes by itself; the write size does not apply.
+        eprintln!("note: NETBLT chooses its own packet size; one row");
+        config.sizes.truncate(1);
+    }
     if transport == Transport::Udp {
         for s in config.sizes.iter().filter(|&&s| s > MAX_UDP_PAYLOAD) {
             eprintln!("note: {s} B does not fit one UDP datagram; sending {MAX_UDP_PAYLOAD} B messages for that row");

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::progress::{ByteWatch, ProgressLine};
-use super::{pick_transport, print_json, LoadArgs};
+use super::{pick_bulk_transport, print_json, LoadArgs};
 use crate::load::{run_load as run_one, run_sweep, LoadConfig, LoadRun};
 use crate::plot::{self, Series};
 use crate::transport::Transport;
@@ -25,7 +25,7 @@ struct Sweep<'a> {
 /// # Errors
 /// Connection and transfer errors, bad sizes.
 pub fn run_load(args: LoadArgs) -> anyhow::Result<()> {
-    let transport = pick_transport(args.tcp, args.udp, Transport::Tcp);
+    let transport = pick_bulk_transport(args.tcp, args.udp, args.netblt, Transport::Tcp);
     let mut config = LoadConfig::new(args.target.0, transport);
     config.procs = args.procs as usize;
     config.bytes_per_proc = args.size.0;

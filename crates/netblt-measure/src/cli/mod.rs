@@ -115,8 +115,12 @@ pub struct LoadArgs {
     #[arg(long, conflicts_with = "udp")]
     pub tcp: bool,
     /// Transfer over UDP as fast as possible, unpaced; what the sink misses is reported lost.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "netblt")]
     pub udp: bool,
+    /// Transfer with NETBLT to a `netblt recv --sink` on port 9998 of the same host (RTT
+    /// probes still go to the echo server at HOST:PORT).
+    #[arg(long, conflicts_with = "tcp")]
+    pub netblt: bool,
     /// RTT probe message size during the load; 0 disables the probe.
     #[arg(long, value_name = "BYTES", default_value = "756")]
     pub rtt_size: ByteSize,
@@ -288,8 +292,12 @@ pub struct CpuArgs {
     #[arg(long, conflicts_with = "udp")]
     pub tcp: bool,
     /// Over UDP, unpaced (sizes above one datagram are capped at 65494 bytes).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "netblt")]
     pub udp: bool,
+    /// Over NETBLT, to a `netblt recv --sink` on port 9998 of the same host (one row:
+    /// NETBLT chooses its own packet size).
+    #[arg(long, conflicts_with = "tcp")]
+    pub netblt: bool,
     /// Message sizes; `LIST` replaces 64,256,1K,4K,16K,64K, `+LIST` adds to it.
     #[arg(long, value_name = "LIST")]
     pub sizes: Option<SizeSpec>,
@@ -313,6 +321,15 @@ fn pick_transport(tcp: bool, udp: bool, default: Transport) -> Transport {
         (true, _) => Transport::Tcp,
         (_, true) => Transport::Udp,
         _ => default,
+    }
+}
+
+/// As [`pick_transport`], with `--netblt` too.
+fn pick_bulk_transport(tcp: bool, udp: bool, netblt: bool, default: Transport) -> Transport {
+    if netblt {
+        Transport::Netblt
+    } else {
+        pick_transport(tcp, udp, default)
     }
 }
 

@@ -80,10 +80,24 @@ pub struct SinkConnection {
     timeout: Duration,
 }
 
-#[derive(Debug)]
 enum Link {
     Tcp(TcpStream),
     Udp { socket: UdpSocket, session: u64 },
+    Netblt(&'static dyn crate::transport::BulkSender),
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Link::Tcp(s) => f.debug_tuple("Tcp").field(s).finish(),
+            Link::Udp { socket, session } => f
+                .debug_struct("Udp")
+                .field("socket", socket)
+                .field("session", session)
+                .finish(),
+            Link::Netblt(_) => f.write_str("Netblt"),
+        }
+    }
 }
 
 impl SinkConnection {
@@ -103,7 +117,14 @@ impl SinkConnection {
                 socket: super::udp_connect(peer)?,
                 session: new_session_id(),
             },
-            Transport::Netblt => return Err(MeasureError::TransportUnavailable(transport)),
+            Transport::Netblt => match crate::transport::netblt() {
+                Some(sender) => Link::Netblt(sender),
+                None => return Err(MeasureError::TransportUnavailable(transport)),
+            },
+        };
+        let peer = match link {
+            Link::Netblt(_) => SocketAddr::new(peer.ip(), crate::transport::NETBLT_SINK_PORT),
+            _ => peer,
         };
         Ok(SinkConnection {
             link,
@@ -117,6 +138,7 @@ impl SinkConnection {
         match self.link {
             Link::Tcp(_) => usize::MAX,
             Link::Udp { .. } => MAX_UDP_PAYLOAD,
+            Link::Netblt(_) => usize::MAX,
         }
     }
 
@@ -150,6 +172,38 @@ impl SinkConnection {
         let cpu = |what| thread_cpu().map_err(|e| MeasureError::io(what, e));
         let peer = self.peer;
         match self.link {
+            Link::Netblt(sender) => {
+                // NETBLT packetizes by itself: the write size does not apply.
+                let t0 = Instant::now();
+                let cpu0 = cpu("getrusage")?;
+                let outcome = sender.send(peer, bytes).map_err(|e| {
+                    MeasureError::io(
+                        format!("NETBLT transfer to {peer}"),
+                        std::io::Error::other(e),
+                    )
+                })?;
+                let client_cpu = cpu("getrusage")?.since(cpu0);
+                let t_end = Instant::now();
+                if let Some(p) = progress {
+                    p.store(outcome.bytes, Ordering::Relaxed);
+                }
+                let summary = SinkSummary {
+                    bytes: outcome.bytes,
+                    units: 0,
+                    cpu_user_us: 0,
+                    cpu_sys_us: 0,
+                    span_ns: u64::try_from(t_end.duration_since(t0).as_nanos()).unwrap_or(u64::MAX),
+                };
+                Ok(report(
+                    Transport::Netblt,
+                    origin,
+                    (t0, t_end, t_end),
+                    bytes,
+                    outcome.datagrams,
+                    client_cpu,
+                    &summary,
+                ))
+            }
             Link::Tcp(mut stream) => {
                 let block = pattern(write_size);
                 // Clock outside, CPU inside: the CPU interval nests in the wall interval, so

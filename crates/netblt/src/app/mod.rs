@@ -29,6 +29,7 @@
 //! Metadata (name, size, operation) rides in the OPEN/RESPONSE client strings
 //! ([`meta`]); names from the network are sanitized ([`names`]).
 
+pub mod bulk;
 pub mod client;
 pub mod meta;
 pub mod names;

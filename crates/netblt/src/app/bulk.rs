@@ -1,0 +1,49 @@
+//! NETBLT as a transport for the measurement commands (`netblt load
+//! --netblt`, `netblt cpu --netblt`). The measurement crate defines the
+//! trait and must not depend on this driver, so the binary registers it.
+
+use std::net::SocketAddr;
+
+use netblt_measure::transport::{BulkOutcome, BulkSender};
+use netblt_proto::TransferParams;
+
+use super::params::{CommonFlags, DEFAULT_RATE};
+
+struct NetbltBulk;
+
+impl BulkSender for NetbltBulk {
+    fn send(&self, peer: SocketAddr, bytes: u64) -> Result<BulkOutcome, String> {
+        let packet_size = 1400;
+        let (burst_size, burst_interval_ms) =
+            TransferParams::burst_for_rate(DEFAULT_RATE, packet_size);
+        let params = TransferParams {
+            packet_size,
+            buffer_size: 1 << 20,
+            burst_size,
+            burst_interval_ms,
+            max_buffers: 8,
+            checksum_data: false,
+        };
+        let common = CommonFlags {
+            death_timer: 10,
+            raw_ip: false,
+            json: false,
+        };
+        let (report, _) = crate::commands::bench::bench(peer, bytes, params, &common, true)
+            .map_err(|e| e.to_string())?;
+        if !report.verified {
+            return Err(report
+                .error
+                .unwrap_or_else(|| "transfer not verified".into()));
+        }
+        Ok(BulkOutcome {
+            bytes: report.bytes,
+            datagrams: report.datagrams_sent,
+        })
+    }
+}
+
+/// Makes `--netblt` available to `netblt load` and `netblt cpu`.
+pub fn register() {
+    netblt_measure::transport::register_netblt(Box::new(NetbltBulk));
+}
