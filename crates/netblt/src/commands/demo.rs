@@ -29,6 +29,19 @@ pub struct DemoArgs {
     /// Print one JSON object (sender and receiver reports).
     #[arg(long)]
     pub json: bool,
+    /// Run on plain loopback even when an emulated path is possible.
+    #[arg(long)]
+    pub loopback: bool,
+    /// Emulated path (see `netblt profiles`), used when running as root with
+    /// /dev/net/tun.
+    #[arg(long, default_value = "continental")]
+    pub profile: String,
+    /// Random loss on the emulated path, both directions.
+    #[arg(long, default_value_t = 0.01)]
+    pub loss: f64,
+    /// Bytes to move over the emulated path (the loopback run uses --size).
+    #[arg(long, value_parser = parse_size, default_value = "60MB")]
+    pub emulated_size: u64,
 }
 
 /// Where the demo's two ends sit.
@@ -53,7 +66,14 @@ pub struct DemoResult {
 
 /// Runs a receiver thread and a sender (this thread) for one transfer.
 pub fn run_demo(o: &DemoOptions) -> Result<DemoResult, AppError> {
-    let popts = PassiveOptions {
+    let popts = passive_options(o);
+    let sock = bind(&popts)?;
+    run_demo_on(o, popts, sock)
+}
+
+/// The sink receiver's options for a demo.
+fn passive_options(o: &DemoOptions) -> PassiveOptions {
+    PassiveOptions {
         listen: o.listen,
         raw: false,
         config: crate::app::params::config(
@@ -61,8 +81,17 @@ pub fn run_demo(o: &DemoOptions) -> Result<DemoResult, AppError> {
             o.death_timer,
             o.listen.is_ipv6(),
         ),
-    };
-    let sock = bind(&popts)?;
+    }
+}
+
+/// As [`run_demo`] with the receiver's socket already bound (for instance
+/// inside the emulator's right-hand namespace while this thread sits in the
+/// left-hand one).
+pub fn run_demo_on(
+    o: &DemoOptions,
+    popts: PassiveOptions,
+    sock: crate::driver::socket::NetSocket,
+) -> Result<DemoResult, AppError> {
     let bound = sock
         .local_addr()
         .map_err(|e| AppError::new(exit::LOCAL, format!("socket: {e}"), ""))?;
@@ -121,25 +150,48 @@ pub fn run_demo(o: &DemoOptions) -> Result<DemoResult, AppError> {
     })
 }
 
+/// The README's main job: over an emulated long, lossy path when this
+/// process may build one (root and /dev/net/tun), with kernel TCP measured
+/// on the same path for contrast; otherwise on loopback, with a notice.
 pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     crate::app::client::default_sigpipe();
-    let params = a.params.params(false)?;
-    let o = DemoOptions {
-        listen: "127.0.0.1:0"
-            .parse()
-            .map_err(|_| CliError::usage("bad address"))?,
-        target: None,
-        size: a.size,
-        params,
-        death_timer: 10,
-    };
-    if !a.json {
-        println!(
+    let emulate = !a.loopback
+        && match netblt_emu::check_environment() {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!(
+                    "netblt demo: no emulated path here ({e}); running on plain loopback instead"
+                );
+                false
+            }
+        };
+    let (header, r, params, tcp) = if emulate {
+        run_emulated(&a)?
+    } else {
+        let params = a.params.params(false)?;
+        let o = DemoOptions {
+            listen: "127.0.0.1:0"
+                .parse()
+                .map_err(|_| CliError::usage("bad address"))?,
+            target: None,
+            size: a.size,
+            params,
+            death_timer: 10,
+        };
+        let header = format!(
             "netblt demo: {} memory to memory over UDP on loopback, receiver and sender in one process",
             fmt_bytes(a.size)
         );
+        (
+            header,
+            run_demo(&o).map_err(app_error_to_cli)?,
+            params,
+            None,
+        )
+    };
+    if !a.json {
+        println!("{header}");
     }
-    let r = run_demo(&o).map_err(app_error_to_cli)?;
     let s = &r.sender;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
@@ -179,6 +231,13 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
             },
             s.digest.as_deref().unwrap_or("-")
         );
+        if let Some((bps, secs)) = tcp {
+            println!(
+                "kernel TCP (cubic) on the same path, for comparison: {} over {secs:.0} s (NETBLT's steady rate is {:.2}x that)",
+                fmt_rate(bps),
+                s.steady_throughput_bps.map_or(0.0, |n| n / bps.max(1.0))
+            );
+        }
         if let Some(e) = s
             .error
             .as_ref()
@@ -193,4 +252,139 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     } else {
         s.code.max(exit::FAILED)
     })
+}
+
+/// Emulated path: the profile's links with `--loss` added, NETBLT offered
+/// 90 % of the link rate (it does no congestion control), then 5 s of kernel
+/// TCP on the same path.
+fn run_emulated(
+    a: &DemoArgs,
+) -> anyhow::Result<(
+    String,
+    DemoResult,
+    netblt_proto::TransferParams,
+    Option<(f64, f64)>,
+)> {
+    use netblt_link::LossModel;
+    if !(0.0..1.0).contains(&a.loss) {
+        return Err(CliError::usage(format!("--loss must be in [0, 1), got {}", a.loss)).into());
+    }
+    let profile = netblt_link::profiles::profile(&a.profile).ok_or_else(|| {
+        CliError::usage(format!(
+            "unknown profile '{}' (known: {})",
+            a.profile,
+            netblt_link::profiles::names().join(", ")
+        ))
+    })?;
+    let mut cfg = netblt_emu::EmuConfig::from_profile(
+        format!("demo{}", std::process::id() % 100_000),
+        &profile,
+    );
+    for link in [&mut cfg.forward, &mut cfg.reverse] {
+        if a.loss > 0.0 {
+            link.loss = LossModel::Bernoulli { p: a.loss };
+        }
+    }
+    let mut flags = a.params.clone();
+    if flags.rate.is_none() && flags.burst_size.is_none() {
+        flags.rate = cfg.forward.rate_bps.map(|r| r / 10 * 9);
+    }
+    let params = flags.params(false)?;
+    let emu = netblt_emu::Emulation::start(cfg).map_err(|e| {
+        CliError::new(
+            exit::EMULATOR,
+            format!("could not build the emulated path: {e}"),
+        )
+    })?;
+    let right = emu.right_addr();
+    let listen = SocketAddr::new(right, crate::driver::socket::DEFAULT_PORT);
+    let o = DemoOptions {
+        listen,
+        target: Some(listen),
+        size: a.emulated_size,
+        params,
+        death_timer: 10,
+    };
+    let popts = passive_options(&o);
+    let sock = emu.enter_right(|| bind(&popts)).map_err(app_error_to_cli)?;
+    let result = emu.enter_left(|| run_demo_on(&o, popts, sock));
+    let tcp = if result.is_ok() {
+        tcp_on_path(&emu, right, 5.0)
+    } else {
+        None
+    };
+    let stats = emu.stop();
+    if stats.failed {
+        eprintln!("netblt demo: warning: the emulator reported dropped packets outside the model");
+    }
+    let r = result.map_err(app_error_to_cli)?;
+    let header = format!(
+        "netblt demo: {} memory to memory over an emulated path ({}: {}; {:.1} % loss each way), receiver and sender in one process",
+        fmt_bytes(a.emulated_size),
+        profile.name,
+        profile.summary,
+        a.loss * 100.0
+    );
+    Ok((header, r, params, tcp))
+}
+
+/// Kernel TCP over the emulated path for `secs` seconds: (bits per second
+/// received, seconds).
+fn tcp_on_path(
+    emu: &netblt_emu::Emulation,
+    right: std::net::IpAddr,
+    secs: f64,
+) -> Option<(f64, f64)> {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+    let addr = SocketAddr::new(right, crate::driver::socket::DEFAULT_PORT + 1);
+    let listener = emu.enter_right(|| std::net::TcpListener::bind(addr)).ok()?;
+    let window = Duration::from_secs_f64(secs);
+    let receiver = std::thread::spawn(move || -> Option<u64> {
+        let (mut s, _) = listener.accept().ok()?;
+        s.set_read_timeout(Some(Duration::from_millis(100))).ok()?;
+        let mut buf = vec![0u8; 1 << 16];
+        let mut first: Option<Instant> = None;
+        let mut n = 0u64;
+        loop {
+            if first.is_some_and(|t| t.elapsed() >= window) {
+                return Some(n);
+            }
+            match s.read(&mut buf) {
+                Ok(0) => return Some(n),
+                Ok(k) => {
+                    first.get_or_insert_with(Instant::now);
+                    n += k as u64;
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => return None,
+            }
+        }
+    });
+    emu.enter_left(|| {
+        let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3)) else {
+            return;
+        };
+        let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+        let block = vec![0x42u8; 1 << 16];
+        let t0 = Instant::now();
+        // Write until the receiver has had its window (it then closes).
+        while t0.elapsed() < window + Duration::from_secs(2) {
+            match s.write(&block) {
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    let n = receiver.join().ok()??;
+    Some((n as f64 * 8.0 / secs, secs))
 }
