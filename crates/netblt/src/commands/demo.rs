@@ -254,17 +254,20 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     })
 }
 
-/// Emulated path: the profile's links with `--loss` added, NETBLT offered
-/// 90 % of the link rate (it does no congestion control), then 5 s of kernel
-/// TCP on the same path.
-fn run_emulated(
-    a: &DemoArgs,
-) -> anyhow::Result<(
+/// What a demo prints from: the header line, both ends' results, the
+/// parameters offered, and kernel TCP's (bits per second, seconds) when it
+/// was measured.
+type DemoRun = (
     String,
     DemoResult,
     netblt_proto::TransferParams,
     Option<(f64, f64)>,
-)> {
+);
+
+/// Emulated path: the profile's links with `--loss` added, NETBLT offered
+/// 90 % of the link rate (it does no congestion control), then 5 s of kernel
+/// TCP on the same path.
+fn run_emulated(a: &DemoArgs) -> anyhow::Result<DemoRun> {
     use netblt_link::LossModel;
     if !(0.0..1.0).contains(&a.loss) {
         return Err(CliError::usage(format!("--loss must be in [0, 1), got {}", a.loss)).into());
