@@ -535,8 +535,14 @@ impl Receiver {
             // numbers past its real end by resending its LDATA.
             let limit = b.expected(full) as usize;
             let missing: Vec<u16> = b.got.clear_below(limit).map(|p| p as u16).collect();
+            // #LOSS counts packets known to be missing: holes below the highest
+            // packet received, or anything once LDATA gave the buffer's size.
+            // A tail past the highest packet may simply not be sent yet (a
+            // sender slower than negotiated); it is asked for, not counted.
+            let highest = (0..limit).rev().find(|&p| b.got.get(p));
             for &p in &missing {
-                if b.requested.insert(usize::from(p)) {
+                let known = b.count.is_some() || highest.is_some_and(|h| usize::from(p) < h);
+                if known && b.requested.insert(usize::from(p)) {
                     stats.data_packets_lost += 1;
                 }
             }
