@@ -42,7 +42,7 @@ enum Command {
     Get(commands::get::GetArgs),
     /// RFC 1030's memory-to-memory test against a `netblt recv --sink`.
     Bench(commands::bench::BenchArgs),
-    /// A real transfer on loopback: receiver and sender in one process.
+    /// The main job: a real transfer over an emulated long, lossy path (or loopback), with its results.
     Demo(commands::demo::DemoArgs),
     /// Echo server for `netblt rtt`, `netblt load` and `netblt cpu` (dkbenchs).
     Echo(netblt_measure::cli::EchoArgs),
