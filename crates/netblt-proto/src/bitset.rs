@@ -16,11 +16,6 @@ impl BitSet {
         }
     }
 
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
     pub(crate) fn count(&self) -> usize {
         self.ones
     }
