@@ -65,6 +65,9 @@ pub struct Endpoint {
     queued: VecDeque<(SocketAddr, Vec<u8>)>,
     next_poll: usize,
     stats: EndpointStats,
+    /// The last (peer, port) looked up and its slot: consecutive datagrams
+    /// almost always belong to the same transfer, and this skips hashing.
+    last: Option<((SocketAddr, u16), usize)>,
 }
 
 impl Endpoint {
@@ -77,6 +80,7 @@ impl Endpoint {
             queued: VecDeque::new(),
             next_poll: 0,
             stats: EndpointStats::default(),
+            last: None,
         }
     }
 
@@ -111,7 +115,12 @@ impl Endpoint {
             return None;
         }
         let key = (remote, packet.local_port);
-        if let Some(&i) = self.index.get(&key) {
+        let slot = match self.last {
+            Some((k, i)) if k == key => Some(i),
+            _ => self.index.get(&key).copied(),
+        };
+        if let Some(i) = slot {
+            self.last = Some((key, i));
             if let Some(Some((_, conn))) = self.conns.get_mut(i) {
                 let reopen = matches!(&packet.repr, Repr::Open(o) if o.uid != conn.uid());
                 if !reopen {
@@ -220,6 +229,7 @@ impl Endpoint {
         };
         self.conns[slot] = Some((incoming.remote, conn));
         self.index.insert(key, slot);
+        self.last = None;
         Ok(ConnectionHandle(slot))
     }
 
@@ -258,6 +268,7 @@ impl Endpoint {
     pub fn remove(&mut self, h: ConnectionHandle) -> Option<Connection> {
         let (remote, conn) = self.conns.get_mut(h.0)?.take()?;
         self.index.remove(&(remote, conn.remote_port()));
+        self.last = None;
         Some(conn)
     }
 

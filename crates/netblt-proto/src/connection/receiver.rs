@@ -80,7 +80,9 @@ impl GapEstimator {
     /// RESEND), not packet spacing; they count as `cap`.
     fn on_arrival(&mut self, now: Instant, cap: Duration) {
         if let Some(prev) = self.last {
-            let g = now.saturating_duration_since(prev).min(cap).as_nanos() as f64;
+            // Integer nanoseconds: this runs for every packet.
+            let cap_ns = u64::try_from(cap.as_nanos()).unwrap_or(u64::MAX);
+            let g = now.as_nanos().saturating_sub(prev.as_nanos()).min(cap_ns) as f64;
             if self.samples == 0 {
                 self.avg_ns = g;
                 self.dev_ns = g / 2.0;
