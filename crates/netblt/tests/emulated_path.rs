@@ -106,3 +106,37 @@ fn emulator_cleans_up_after_a_failing_command() {
         "namespace left behind"
     );
 }
+
+#[test]
+fn packets_larger_than_the_path_mtu_get_a_clear_error() {
+    if !can_emulate() {
+        eprintln!("skipping: needs root and /dev/net/tun");
+        return;
+    }
+    let name = format!("m{}", std::process::id() % 100_000);
+    let right = format!("exec {BIN} recv --sink --listen 0.0.0.0:9998 --once --death-timer 3");
+    let out = Command::new(BIN)
+        .args([
+            "emu", "--name", &name, "--mtu", "1200", "--right", &right, "--",
+        ])
+        .args([
+            BIN,
+            "bench",
+            "198.18.0.2:9998",
+            "--size",
+            "1MB",
+            "--packet-size",
+            "1400",
+            "--death-timer",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("smaller --packet-size"), "{stderr}");
+    assert!(
+        !namespaces().contains(&format!("nb-{name}-")),
+        "namespace left behind"
+    );
+}

@@ -91,6 +91,15 @@ pub fn network_error(e: &io::Error, peer: SocketAddr, opening: bool) -> AppError
             format!("sending to {peer}: permission denied (firewall?)"),
             "",
         ),
+        // The kernel knows the path MTU (or the interface's) and refuses
+        // larger datagrams: say what to change instead of "Message too long".
+        Some(libc::EMSGSIZE) => AppError::new(
+            code,
+            format!(
+                "datagrams to {peer} are larger than the path allows (MTU): use a smaller --packet-size (1400 fits a 1500-byte MTU)"
+            ),
+            "",
+        ),
         _ => AppError::new(code, format!("network error with {peer}: {e}"), ""),
     }
 }
