@@ -348,10 +348,15 @@ impl Receiver {
         self.gap.on_arrival(now, (interval * 2).max(self.srtt));
         let full = self.full;
         let b = &mut self.bufs[i];
-        if b.data.len() < end {
-            b.data.resize(end, 0);
+        if b.data.len() == offset {
+            // In order (the usual case): append, without zero-filling first.
+            b.data.extend_from_slice(d.data);
+        } else {
+            if b.data.len() < end {
+                b.data.resize(end, 0);
+            }
+            b.data[offset..end].copy_from_slice(d.data);
         }
-        b.data[offset..end].copy_from_slice(d.data);
         b.got.insert(p);
         b.last |= d.last_buffer;
         b.backoff = 0;
