@@ -1,8 +1,9 @@
 //! Parsing and printing of sizes, lists of sizes, host targets and rates.
 //!
-//! Byte suffixes are binary throughout (`1K` = 1024, `1MB` = 1 MiB): RFC 415-style message
-//! sizes such as `64K` only make sense that way, and mixing two conventions in one tool would
-//! be worse than either. Rates are printed with decimal (SI) prefixes, as network rates are.
+//! Byte suffixes follow the rule of the whole `netblt` tool (README, "Using it"): `k`, `M`,
+//! `G`, `T` (optionally with `B`) are powers of 1000, `KiB`, `MiB`, `GiB`, `TiB` (or `Ki`,
+//! `Mi`, ...) powers of 1024, so `netblt load --size 1MB` and `netblt sim --size 1MB` mean the
+//! same. Rates are printed with decimal (SI) prefixes, as network rates are.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -11,7 +12,8 @@ use std::str::FromStr;
 
 use crate::protocol::DEFAULT_PORT;
 
-/// Parses a byte count such as `1024`, `1K`, `64KiB`, `1MB`, `1.5M` or `2G` (binary units).
+/// Parses a byte count such as `1024`, `1k`, `64KiB`, `1MB`, `1.5M` or `2GiB`: decimal
+/// suffixes are powers of 1000, `Ki`/`KiB`-style ones powers of 1024.
 ///
 /// # Errors
 /// A message naming the bad text when it is not a number with a known suffix, or overflows.
@@ -28,13 +30,17 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     }
     let multiplier: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
+        "k" | "kb" => 1_000,
+        "m" | "mb" => 1_000_000,
+        "g" | "gb" => 1_000_000_000,
+        "t" | "tb" => 1_000_000_000_000,
+        "ki" | "kib" => 1 << 10,
+        "mi" | "mib" => 1 << 20,
+        "gi" | "gib" => 1 << 30,
+        "ti" | "tib" => 1 << 40,
         other => {
             return Err(format!(
-                "`{text}`: unknown unit `{other}` (use B, K, M, G or T; binary, 1K = 1024)"
+                "`{text}`: unknown unit `{other}` (use k, M, G, T for powers of 1000, KiB, MiB, GiB, TiB for powers of 1024)"
             ))
         }
     };
@@ -261,14 +267,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bytes_with_binary_suffixes() {
+    fn bytes_with_decimal_and_binary_suffixes() {
         assert_eq!(parse_bytes("1024"), Ok(1024));
-        assert_eq!(parse_bytes("1K"), Ok(1024));
-        assert_eq!(parse_bytes("64k"), Ok(65536));
-        assert_eq!(parse_bytes("1MB"), Ok(1 << 20));
+        assert_eq!(parse_bytes("1K"), Ok(1000));
+        assert_eq!(parse_bytes("64KiB"), Ok(65536));
+        assert_eq!(parse_bytes("64Ki"), Ok(65536));
+        assert_eq!(parse_bytes("1MB"), Ok(1_000_000));
         assert_eq!(parse_bytes("256MiB"), Ok(256 << 20));
-        assert_eq!(parse_bytes("1.5M"), Ok(3 << 19));
-        assert_eq!(parse_bytes(" 2 G "), Ok(2 << 30));
+        assert_eq!(parse_bytes("1.5M"), Ok(1_500_000));
+        assert_eq!(parse_bytes("1.5MiB"), Ok(3 << 19));
+        assert_eq!(parse_bytes(" 2 G "), Ok(2_000_000_000));
+        assert_eq!(parse_bytes("2GiB"), Ok(2 << 30));
         assert!(parse_bytes("").is_err());
         assert!(parse_bytes("MB").is_err());
         assert!(parse_bytes("12Q").is_err());
@@ -284,7 +293,7 @@ mod tests {
         assert_eq!(add.resolve(&defaults), vec![1, 2, 16, 84, 85]);
         let replace: SizeSpec = "85,84".parse().unwrap();
         assert_eq!(replace.resolve(&defaults), vec![84, 85]);
-        let units: SizeSpec = "64,256,1K,4K,16K,64K".parse().unwrap();
+        let units: SizeSpec = "64,256,1KiB,4KiB,16KiB,64KiB".parse().unwrap();
         assert_eq!(units.sizes, vec![64, 256, 1024, 4096, 16384, 65536]);
         assert!("".parse::<SizeSpec>().is_err());
         assert!("+".parse::<SizeSpec>().is_err());

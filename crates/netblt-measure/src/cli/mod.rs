@@ -70,7 +70,7 @@ pub struct RttArgs {
     #[arg(long)]
     pub udp: bool,
     /// Message sizes in bytes. `84,85` replaces the default list
-    /// 1,2,16,17,112,113,1023,1024,1025 (XUNET's); `+84,85` adds to it. 1K = 1024.
+    /// 1,2,16,17,112,113,1023,1024,1025 (XUNET's); `+84,85` adds to it. 1k = 1000, 1KiB = 1024.
     #[arg(long, value_name = "LIST", allow_hyphen_values = false)]
     pub sizes: Option<SizeSpec>,
     /// Measured messages per size (XUNET used 350).
@@ -105,8 +105,8 @@ pub struct LoadArgs {
     /// Run one load per process count in an inclusive range, e.g. `1..14` (Table III).
     #[arg(long, value_name = "A..B", conflicts_with = "procs")]
     pub sweep: Option<ProcRange>,
-    /// Bytes per transfer (binary units: 1MB = 1 MiB).
-    #[arg(long, value_name = "BYTES", default_value = "1MB")]
+    /// Bytes per transfer (1MB = 10^6, 1MiB = 2^20 bytes).
+    #[arg(long, value_name = "BYTES", default_value = "1MiB")]
     pub size: ByteSize,
     /// Bytes per write call (trafgen wrote 1024).
     #[arg(long, value_name = "BYTES", default_value = "1024")]
@@ -298,11 +298,11 @@ pub struct CpuArgs {
     /// NETBLT chooses its own packet size).
     #[arg(long, conflicts_with = "tcp")]
     pub netblt: bool,
-    /// Message sizes; `LIST` replaces 64,256,1K,4K,16K,64K, `+LIST` adds to it.
+    /// Message sizes; `LIST` replaces 64,256,1KiB,4KiB,16KiB,64KiB, `+LIST` adds to it.
     #[arg(long, value_name = "LIST")]
     pub sizes: Option<SizeSpec>,
-    /// Bytes to send per size (binary units).
-    #[arg(long, value_name = "BYTES", default_value = "256MB")]
+    /// Bytes to send per size (1MB = 10^6, 1MiB = 2^20 bytes).
+    #[arg(long, value_name = "BYTES", default_value = "256MiB")]
     pub bytes: ByteSize,
     /// Bound on any blocking step, seconds.
     #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
@@ -428,6 +428,10 @@ mod tests {
         assert_eq!(l.size, ByteSize(1 << 20));
         assert!(parse(&["load", "localhost", "--sweep", "1..3", "--procs", "2"]).is_err());
         let Ok(Cmd::Cpu(c)) = parse(&["cpu", "127.0.0.1", "--bytes", "1MB"]) else {
+            panic!()
+        };
+        assert_eq!(c.bytes, ByteSize(1_000_000));
+        let Ok(Cmd::Cpu(c)) = parse(&["cpu", "127.0.0.1", "--bytes", "1MiB"]) else {
             panic!()
         };
         assert_eq!(c.bytes, ByteSize(1 << 20));
