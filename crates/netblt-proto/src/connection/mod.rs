@@ -640,6 +640,8 @@ impl Connection {
         let (all_acked, sample) = r.fifo.on_ack(ack, |m| acked.push(m.clone()));
         if let Some(sent) = sample {
             rtt.on_sample(now.saturating_duration_since(sent));
+            // Reported in OK messages (RFC 998 §5.3.1); it changes only here.
+            r.control_timer_ms = u16::try_from(rtt.base_timeout().as_millis()).unwrap_or(u16::MAX);
         }
         let srtt = rtt.srtt().unwrap_or(Duration::ZERO);
         r.srtt = srtt;
@@ -657,7 +659,6 @@ impl Connection {
         };
         let events = &mut self.events;
         let mut delivered = 0;
-        r.control_timer_ms = u16::try_from(self.rtt.base_timeout().as_millis()).unwrap_or(u16::MAX);
         r.progress(&mut self.stats, |number, data, last| {
             delivered += 1;
             events.push_back(Event::BufferReceived { number, data, last });

@@ -147,7 +147,9 @@ impl Receiver {
             awaiting_confirm: false,
             undelivered: 0,
             finished: false,
-            control_timer_ms: 0,
+            // Until a round trip is measured: the initial control timer.
+            control_timer_ms: u16::try_from(config.initial_control_timeout.as_millis())
+                .unwrap_or(u16::MAX),
             srtt: Duration::ZERO,
             max_data_timer: (config.death_timeout / 4).max(config.min_data_timer_margin),
         }
