@@ -139,10 +139,9 @@ impl SenderNode {
                 _ => {}
             }
         }
-        while self.remaining > 0 || self.conn.wants_buffer() {
-            if !self.conn.wants_buffer() {
-                break;
-            }
+        // The engine stops wanting buffers once the last one is given, so a
+        // zero-byte transfer still pushes its one empty last buffer.
+        while self.conn.wants_buffer() {
             let bsz = u64::from(self.conn.params().buffer_size);
             let n = self.remaining.min(bsz) as usize;
             let mut buf = self.spare.pop().unwrap_or_default();
