@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use netblt_wire::{Mode, OpenRepr, Packet, Repr};
 
 use crate::config::{Config, ParamError, TransferParams};
-use crate::connection::Connection;
+use crate::connection::{Connection, Gathered, Payload};
 use crate::time::Instant;
 
 /// Names a connection inside an [`Endpoint`].
@@ -124,6 +124,7 @@ impl Endpoint {
             if let Some(Some((_, conn))) = self.conns.get_mut(i) {
                 let reopen = matches!(&packet.repr, Repr::Open(o) if o.uid != conn.uid());
                 if !reopen {
+                    conn.count_received(datagram.len());
                     conn.handle_packet(now, &packet);
                     return Some(DatagramEvent::Routed(ConnectionHandle(i)));
                 }
@@ -292,6 +293,41 @@ impl Endpoint {
             }
         }
         None
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit) with DATA payloads left in
+    /// place, as [`Connection::poll_transmit_gather`]; resolve them with
+    /// [`payload`](Self::payload).
+    pub fn poll_transmit_gather(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<(SocketAddr, Gathered)> {
+        if let Some((to, bytes)) = self.queued.pop_front() {
+            let n = bytes.len().min(buf.len());
+            buf[..n].copy_from_slice(&bytes[..n]);
+            return Some((to, Gathered::whole(n)));
+        }
+        let n = self.conns.len();
+        for k in 0..n {
+            let i = (self.next_poll + k) % n;
+            if let Some((to, conn)) = self.conns[i].as_mut() {
+                if let Some(mut g) = conn.poll_transmit_gather(now, buf) {
+                    self.next_poll = (i + 1) % n;
+                    if let Some(p) = g.payload.as_mut() {
+                        p.conn = i;
+                    }
+                    return Some((*to, g));
+                }
+            }
+        }
+        None
+    }
+
+    /// The bytes of a payload from [`poll_transmit_gather`](Self::poll_transmit_gather),
+    /// or `None` if its buffer (or connection) is gone.
+    pub fn payload(&self, p: &Payload) -> Option<&[u8]> {
+        self.conns.get(p.conn)?.as_ref()?.1.payload(p)
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {

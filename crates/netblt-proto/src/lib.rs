@@ -34,7 +34,7 @@ mod stats;
 pub mod time;
 
 pub use config::{Config, PacingClock, ParamError, TransferParams};
-pub use connection::{Connection, PushError, Role, Side, State};
+pub use connection::{Connection, Gathered, Payload, PushError, Role, Side, State};
 pub use endpoint::{ConnectionHandle, DatagramEvent, Endpoint, Incoming};
 pub use event::{ConnectionError, Event};
 pub use netblt_wire::Mode;

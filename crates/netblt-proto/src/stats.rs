@@ -49,6 +49,10 @@ pub struct Stats {
     pub bytes_transferred: u64,
     /// Buffers completed (received and OK'd).
     pub buffers: u64,
+    /// Data receiver: buffers that got new storage because none had been
+    /// recycled (each an allocation of the buffer size; see
+    /// [`Connection::recycle`](crate::Connection::recycle)).
+    pub storage_allocations: u64,
     /// Smoothed control round trip, once measured.
     pub srtt: Option<Duration>,
     /// When the connection was created (active: OPEN; passive: OPEN received).

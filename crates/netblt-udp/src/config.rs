@@ -58,6 +58,17 @@ pub(crate) fn apply_buffers(sock: &socket2::Socket, cfg: &SocketConfig) -> (usiz
     )
 }
 
+/// Raises the receive buffer to at least `size` bytes; see
+/// [`crate::DatagramSocket::grow_recv_buffer`].
+pub(crate) fn grow_recv_buffer(sock: &socket2::Socket, size: usize) -> usize {
+    let now = sock.recv_buffer_size().unwrap_or(0);
+    // Linux reports twice the size that was set.
+    if now / 2 >= size {
+        return now;
+    }
+    apply_buffer(sock, true, size)
+}
+
 fn apply_buffer(sock: &socket2::Socket, recv: bool, size: usize) -> usize {
     let which = if recv { "receive" } else { "send" };
     if size > 0 && crate::sys::set_buffer_forced(sock, recv, size).is_err() {

@@ -34,6 +34,40 @@ impl Transmit<'_> {
     }
 }
 
+/// A [`Transmit`] whose bytes are given in parts that the kernel gathers (`sendmsg` with several
+/// `iovec`s): headers and payloads go out from where they lie, without first being copied into
+/// one contiguous train. Same rules as [`Transmit`] for the concatenated bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct GatherTransmit<'a> {
+    /// Where the datagrams go. For raw IP sockets the port is ignored.
+    pub destination: SocketAddr,
+    /// The parts, in order; their concatenation is the transmit's contents.
+    pub parts: &'a [std::io::IoSlice<'a>],
+    /// Segment size for a train, `None` for a single datagram.
+    pub segment_size: Option<usize>,
+}
+
+impl GatherTransmit<'_> {
+    /// Bytes in all parts.
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(|p| p.len()).sum()
+    }
+
+    /// True when there are no bytes at all (one empty datagram).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The parts copied into one vector (the path without GSO, which cuts contiguous bytes).
+    pub(crate) fn gather(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.len());
+        for p in self.parts {
+            v.extend_from_slice(p);
+        }
+        v
+    }
+}
+
 /// Number of datagrams in `len` bytes cut every `stride` bytes; an empty datagram is still one.
 pub(crate) fn segment_count(len: usize, stride: usize) -> usize {
     if len == 0 || stride == 0 {

@@ -64,7 +64,7 @@ mod sys;
 mod udp;
 
 pub use config::SocketConfig;
-pub use datagram::{Readiness, RecvMeta, Segments, Transmit};
+pub use datagram::{GatherTransmit, Readiness, RecvMeta, Segments, Transmit};
 pub use raw::{strip_ipv4_header, RawIpSocket, NETBLT_PROTOCOL};
 pub use sleep::{set_thread_timer_slack, sleep_until, thread_timer_slack, SPIN_MARGIN};
 pub use socket::DatagramSocket;

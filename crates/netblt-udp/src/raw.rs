@@ -251,6 +251,10 @@ impl DatagramSocket for RawIpSocket {
     fn stats(&self) -> IoStats {
         RawIpSocket::stats(self)
     }
+
+    fn grow_recv_buffer(&self, bytes: usize) -> usize {
+        crate::config::grow_recv_buffer(&self.socket, bytes)
+    }
 }
 
 #[cfg(test)]

@@ -11,9 +11,9 @@ use socket2::{SockAddr, Socket};
 use tracing::warn;
 
 use crate::{
-    datagram::Transmit,
+    datagram::{GatherTransmit, Transmit},
     stats::Counters,
-    sys::{self, OutMsg},
+    sys::{self, OutMsg, OutMsgGather},
     BATCH, MAX_SEGMENTS,
 };
 
@@ -38,14 +38,30 @@ fn invalid(msg: String) -> io::Error {
 /// Rejects transmits the kernel would refuse for reasons that have nothing to do with GSO, before
 /// any syscall: their `EINVAL` must not be mistaken for "this device cannot segment".
 pub(crate) fn check(t: &Transmit<'_>, v6: bool, max_payload: usize) -> io::Result<()> {
-    if t.destination.is_ipv6() != v6 {
+    check_shape(
+        t.destination,
+        t.contents.len(),
+        t.datagram_count(),
+        v6,
+        max_payload,
+    )
+}
+
+/// [`check`] on a transmit's destination, length and datagram count.
+fn check_shape(
+    destination: std::net::SocketAddr,
+    len: usize,
+    count: usize,
+    v6: bool,
+    max_payload: usize,
+) -> io::Result<()> {
+    if destination.is_ipv6() != v6 {
         return Err(invalid(format!(
             "destination {} is not in the socket's address family (IPv{})",
-            t.destination,
+            destination,
             if v6 { 6 } else { 4 }
         )));
     }
-    let count = t.datagram_count();
     if count > 1 {
         if count > MAX_SEGMENTS {
             return Err(invalid(format!(
@@ -53,10 +69,10 @@ pub(crate) fn check(t: &Transmit<'_>, v6: bool, max_payload: usize) -> io::Resul
                 count
             )));
         }
-        if t.contents.len() > max_payload {
+        if len > max_payload {
             return Err(invalid(format!(
                 "segmented transmit of {} bytes exceeds the {max_payload}-byte limit of one GSO send",
-                t.contents.len()
+                len
             )));
         }
     }
@@ -203,6 +219,84 @@ impl Sender<'_> {
             warn!(error = %cause, "GSO send refused by the kernel; GSO is now off for this socket");
         }
         send_split(self.sock, self.counters, dst, contents, seg, 1)
+    }
+
+    /// [`crate::DatagramSocket::send_batch_gather`]. With GSO on, one `sendmmsg` whose messages
+    /// point at the parts; otherwise (or when the kernel refuses GSO) each transmit is gathered
+    /// into one buffer and goes through [`Self::send`], which cuts it and falls back.
+    pub(crate) fn send_batch_gather(&self, ts: &[GatherTransmit<'_>]) -> io::Result<usize> {
+        let ts = ts.get(..ts.len().min(BATCH)).unwrap_or(ts);
+        let Some(first) = ts.first() else {
+            return Ok(0);
+        };
+        let copy_one = |t: &GatherTransmit<'_>| {
+            let bytes = t.gather();
+            self.send(&Transmit {
+                destination: t.destination,
+                contents: &bytes,
+                segment_size: t.segment_size,
+            })
+        };
+        if self.gso_segments.load(Relaxed) <= 1 || ts.iter().any(|t| t.parts.len() > 1024) {
+            for (i, t) in ts.iter().enumerate() {
+                if let Err(e) = copy_one(t) {
+                    return if i == 0 { Err(e) } else { Ok(i) };
+                }
+            }
+            return Ok(ts.len());
+        }
+        let mut counts = [0usize; BATCH];
+        let mut lens = [0usize; BATCH];
+        let mut segs = [None; BATCH];
+        for (i, t) in ts.iter().enumerate() {
+            let len = t.len();
+            let seg = match t.segment_size {
+                Some(s) if s > 0 && len > s => s,
+                _ => len,
+            };
+            let count = crate::datagram::segment_count(len, seg);
+            check_shape(t.destination, len, count, self.v6, self.max_payload)?;
+            counts[i] = count;
+            lens[i] = len;
+            // check_shape() bounded trains below 65,536 bytes: the conversion cannot fail.
+            segs[i] = if count > 1 {
+                u16::try_from(seg).ok()
+            } else {
+                None
+            };
+        }
+        let addrs: [SockAddr; BATCH] = std::array::from_fn(|i| {
+            let a = ts.get(i).map_or(first.destination, |t| t.destination);
+            SockAddr::from(a)
+        });
+        let mut msgs = [OutMsgGather {
+            dst: &addrs[0],
+            parts: &[],
+            segment_size: None,
+        }; BATCH];
+        for (i, t) in ts.iter().enumerate() {
+            msgs[i] = OutMsgGather {
+                dst: &addrs[i],
+                parts: t.parts,
+                segment_size: segs[i],
+            };
+        }
+        let batch = msgs.get(..ts.len()).unwrap_or(&[]);
+        match sys::send_many_gather(self.sock, self.counters, batch) {
+            Ok(m) => {
+                for i in 0..m.min(ts.len()) {
+                    self.counters.sent(counts[i], lens[i]);
+                }
+                Ok(m)
+            }
+            // As in send_batch: only the first message failed; let send() tell a GSO refusal
+            // from other errors.
+            Err(e) if is_gso_refusal(&e) && counts[0] > 1 => {
+                copy_one(first)?;
+                Ok(1)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// [`crate::UdpSocket::send_batch`].

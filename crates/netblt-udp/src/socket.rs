@@ -6,7 +6,7 @@ use std::{
     time::Duration,
 };
 
-use crate::{IoStats, Readiness, RecvMeta, Transmit};
+use crate::{GatherTransmit, IoStats, Readiness, RecvMeta, Transmit};
 
 /// The operations a NETBLT driver uses, implemented by [`crate::UdpSocket`] and
 /// [`crate::RawIpSocket`]. See [`crate::UdpSocket`] for the full contract of each method.
@@ -23,6 +23,24 @@ pub trait DatagramSocket {
             }
         }
         Ok(ts.len())
+    }
+
+    /// [`send_batch`](Self::send_batch) for transmits given in parts (see [`GatherTransmit`]): the
+    /// kernel gathers them, so payloads are not copied into a train first. The default gathers
+    /// each into one buffer and sends it.
+    fn send_batch_gather(&self, ts: &[GatherTransmit<'_>]) -> io::Result<usize> {
+        for (i, t) in ts.iter().take(crate::BATCH).enumerate() {
+            let bytes = t.gather();
+            let one = Transmit {
+                destination: t.destination,
+                contents: &bytes,
+                segment_size: t.segment_size,
+            };
+            if let Err(e) = self.send(&one) {
+                return if i == 0 { Err(e) } else { Ok(i) };
+            }
+        }
+        Ok(ts.len().min(crate::BATCH))
     }
 
     /// Receives into up to `min(bufs.len(), meta.len(), BATCH)` buffers; returns how many `meta`
@@ -50,4 +68,9 @@ pub trait DatagramSocket {
 
     /// I/O counters since the socket was opened.
     fn stats(&self) -> IoStats;
+
+    /// Raises the kernel receive buffer to at least `bytes` (never lowers it), for a driver that
+    /// learns after binding how much data may be in flight towards it; returns the size the kernel
+    /// reports (twice what it was asked for, on Linux).
+    fn grow_recv_buffer(&self, bytes: usize) -> usize;
 }

@@ -14,7 +14,7 @@ use crate::{
     config::{apply_buffers, SocketConfig},
     send::{max_udp_payload, Sender},
     stats::Counters,
-    sys, DatagramSocket, IoStats, Readiness, RecvMeta, Transmit,
+    sys, DatagramSocket, GatherTransmit, IoStats, Readiness, RecvMeta, Transmit,
 };
 
 /// A non-blocking UDP socket tuned for bulk transfer (IPv4, or IPv6 with `IPV6_V6ONLY`).
@@ -240,6 +240,10 @@ impl DatagramSocket for UdpSocket {
     fn send_batch(&self, ts: &[Transmit<'_>]) -> io::Result<usize> {
         UdpSocket::send_batch(self, ts)
     }
+
+    fn send_batch_gather(&self, ts: &[GatherTransmit<'_>]) -> io::Result<usize> {
+        self.sender().send_batch_gather(ts)
+    }
     fn recv(&self, bufs: &mut [IoSliceMut<'_>], meta: &mut [RecvMeta]) -> io::Result<usize> {
         UdpSocket::recv(self, bufs, meta)
     }
@@ -262,5 +266,9 @@ impl DatagramSocket for UdpSocket {
     }
     fn stats(&self) -> IoStats {
         UdpSocket::stats(self)
+    }
+
+    fn grow_recv_buffer(&self, bytes: usize) -> usize {
+        crate::config::grow_recv_buffer(&self.socket, bytes)
     }
 }

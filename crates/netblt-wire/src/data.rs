@@ -132,11 +132,7 @@ pub fn emit_data(
     foreign_port: u16,
     repr: &DataRepr<'_>,
 ) -> Result<usize, Error> {
-    let len = repr.packet_len();
-    if len > MAX_PACKET_LEN {
-        return Err(Error::BadLength);
-    }
-    let total = round_up4(len);
+    let total = repr.buffer_len();
     let out = buf.get_mut(..total).ok_or(Error::BufferTooSmall)?;
     let (head, body) = out
         .split_at_mut_checked(DATA_HEADER_LEN)
@@ -146,7 +142,29 @@ pub fn emit_data(
         .ok_or(Error::BufferTooSmall)?;
     data.copy_from_slice(repr.data);
     pad.fill(0);
+    emit_data_header(head, ldata, local_port, foreign_port, repr)
+}
 
+/// Emits only the 24-byte header of the DATA/LDATA packet that [`emit_data`] would emit, into
+/// `head`, for senders that gather the packet from its parts (header, `repr.data` where it lies,
+/// then `repr.buffer_len() - 24 - repr.data.len()` zero bytes of padding) instead of copying the
+/// data. Returns the whole packet's length with padding, `repr.buffer_len()`.
+///
+/// Fails like [`emit_data`] ([`Error::BufferTooSmall`] if `head` is shorter than 24 bytes).
+pub fn emit_data_header(
+    head: &mut [u8],
+    ldata: bool,
+    local_port: u16,
+    foreign_port: u16,
+    repr: &DataRepr<'_>,
+) -> Result<usize, Error> {
+    let len = repr.packet_len();
+    if len > MAX_PACKET_LEN {
+        return Err(Error::BadLength);
+    }
+    let head = head
+        .get_mut(..DATA_HEADER_LEN)
+        .ok_or(Error::BufferTooSmall)?;
     let ty = if ldata {
         PacketType::LData
     } else {
@@ -166,7 +184,7 @@ pub fn emit_data(
     // The header checksum covers the 24-byte header only, with the checksum field as zero.
     let sum = checksum(head.get(hfields::CHECKSUM.end..).unwrap_or(&[]));
     field::set_u16(head, hfields::CHECKSUM, sum);
-    Ok(total)
+    Ok(round_up4(len))
 }
 
 /// The body of a NULL-ACK packet.

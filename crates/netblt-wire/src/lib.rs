@@ -90,7 +90,7 @@ pub use checksum::{checksum, round_up4};
 pub use control::{
     ControlIter, ControlMessage, ControlMessageRef, ControlRepr, ControlWriter, PacketList,
 };
-pub use data::{emit_data, DataRepr, NullAckRepr};
+pub use data::{emit_data, emit_data_header, DataRepr, NullAckRepr};
 pub use error::Error;
 pub use header::{Header, PacketType};
 pub use open::{Mode, OpenRepr};

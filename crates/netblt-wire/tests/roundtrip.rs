@@ -4,7 +4,9 @@
 mod common;
 
 use common::{control_message, naive_checksum, reseal, samples, spec, Built};
-use netblt_wire::{checksum, emit_data, ControlMessage, ControlWriter, Error, Packet, Repr};
+use netblt_wire::{
+    checksum, emit_data, emit_data_header, ControlMessage, ControlWriter, Error, Packet, Repr,
+};
 use proptest::prelude::*;
 
 proptest! {
@@ -39,6 +41,13 @@ proptest! {
         let mut out = vec![0xa5u8; d.buffer_len() + 3];
         prop_assert_eq!(emit_data(&mut out, ldata, lp, fp, &d), Ok(d.buffer_len()));
         prop_assert_eq!(&out[..d.buffer_len()], &built.bytes()[..]);
+        // Gathered: header, the data where it lies, zero padding.
+        let mut head = [0x5au8; 24];
+        prop_assert_eq!(emit_data_header(&mut head, ldata, lp, fp, &d), Ok(d.buffer_len()));
+        let mut gathered = head.to_vec();
+        gathered.extend_from_slice(d.data);
+        gathered.resize(d.buffer_len(), 0);
+        prop_assert_eq!(&gathered[..], &built.bytes()[..]);
     }
 
     /// Arbitrary message lists pushed through ControlWriter come back in order.

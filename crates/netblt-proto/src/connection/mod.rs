@@ -20,6 +20,7 @@
 //! late delays the protocol (it never breaks it).
 
 mod fifo;
+mod gather;
 mod receiver;
 mod sender;
 mod transmit;
@@ -33,6 +34,7 @@ use crate::event::{ConnectionError, Event};
 use crate::rtt::RttEstimator;
 use crate::stats::Stats;
 use crate::time::{Duration, Instant};
+pub use gather::{Gathered, Payload};
 use receiver::{DataOutcome, Receiver};
 pub use sender::PushError;
 use sender::Sender;
@@ -467,8 +469,7 @@ impl Connection {
     /// Handles one datagram from the peer. Malformed datagrams are counted
     /// and dropped; nothing here panics on any input.
     pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) {
-        self.stats.datagrams_received += 1;
-        self.stats.bytes_received += datagram.len() as u64;
+        self.count_received(datagram.len());
         match Packet::parse(datagram) {
             Ok(p) => self.handle_packet(now, &p),
             Err(e) => {
@@ -476,6 +477,12 @@ impl Connection {
                 tracing::trace!(error = %e, "malformed datagram dropped");
             }
         }
+    }
+
+    /// Counts a datagram of `len` bytes that arrived for this connection.
+    pub(crate) fn count_received(&mut self, len: usize) {
+        self.stats.datagrams_received += 1;
+        self.stats.bytes_received += len as u64;
     }
 
     /// Handles an already parsed packet (the endpoint parses to demultiplex).

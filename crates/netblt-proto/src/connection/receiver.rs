@@ -155,8 +155,17 @@ impl Receiver {
         }
     }
 
+    /// Keeps a buffer's storage for a later GO. The pool holds as many as
+    /// can be out at once (in transmission plus waiting for the
+    /// application), so that storage coming back in a burst is not freed and
+    /// allocated again: at megabyte sizes each new allocation is fresh pages,
+    /// faulted in one by one. Storage smaller than a buffer (such as the
+    /// empty vector left behind by a delivered buffer) is not worth keeping:
+    /// it would take the place of real storage.
     pub(crate) fn recycle(&mut self, mut v: Vec<u8>) {
-        if self.recycled.len() < usize::from(self.params.max_buffers) {
+        if v.capacity() >= self.params.buffer_size as usize
+            && self.recycled.len() < usize::from(self.params.max_buffers) + self.receive_queue
+        {
             v.clear();
             self.recycled.push(v);
         }
@@ -202,7 +211,10 @@ impl Receiver {
             let number = self.next_go;
             self.next_go += 1;
             tracing::debug!(buffer = number, "GO");
-            let mut data = self.recycled.pop().unwrap_or_default();
+            let mut data = self.recycled.pop().unwrap_or_else(|| {
+                stats.storage_allocations += 1;
+                Vec::new()
+            });
             data.clear();
             // One allocation per buffer, none per packet.
             data.reserve(self.params.buffer_size as usize);
@@ -529,6 +541,13 @@ impl Receiver {
         let per_msg = ((self.max_datagram - HEADER_LEN - 12) / 2).clamp(1, usize::from(u16::MAX));
         let full = self.full;
         let mut resends: Vec<(usize, Vec<u16>)> = Vec::new();
+        let mut rearm: Vec<usize> = Vec::new();
+        // The sender sends buffers in order: data in a later buffer means it
+        // is done with the earlier ones.
+        let newest_with_data = self
+            .bufs
+            .iter()
+            .rposition(|b| b.state == RecvState::Received || b.got.count() > 0);
         for (i, b) in self.bufs.iter_mut().enumerate() {
             if b.timer.is_none_or(|t| t > now) {
                 continue;
@@ -543,12 +562,26 @@ impl Receiver {
             // missing number up to a full buffer, and the sender answers
             // numbers past its real end by resending its LDATA.
             let limit = b.expected(full) as usize;
-            let missing: Vec<u16> = b.got.clear_below(limit).map(|p| p as u16).collect();
+            let highest = (0..limit).rev().find(|&p| b.got.get(p));
+            // Decision E9: packets past the highest one received (the tail)
+            // may be lost, or not sent yet by a sender that paused (a busy or
+            // descheduled host; it then sends them on waking, and again when
+            // our RESEND arrives). The tail is asked for once the buffer's
+            // size is known (LDATA), once the sender has moved on to a later
+            // buffer, or at the second expiry in a row without an arrival;
+            // holes below the highest packet are asked for at once.
+            let ask_tail =
+                b.count.is_some() || newest_with_data.is_some_and(|j| j > i) || b.backoff > 0;
+            let upto = if ask_tail {
+                limit
+            } else {
+                highest.map_or(0, |h| h + 1)
+            };
+            let missing: Vec<u16> = b.got.clear_below(upto).map(|p| p as u16).collect();
             // #LOSS counts packets known to be missing: holes below the highest
             // packet received, or anything once LDATA gave the buffer's size.
             // A tail past the highest packet may simply not be sent yet (a
             // sender slower than negotiated); it is asked for, not counted.
-            let highest = (0..limit).rev().find(|&p| b.got.get(p));
             for &p in &missing {
                 let known = b.count.is_some() || highest.is_some_and(|h| usize::from(p) < h);
                 if known && b.requested.insert(usize::from(p)) {
@@ -558,7 +591,14 @@ impl Receiver {
             b.backoff = b.backoff.saturating_add(1);
             if !missing.is_empty() {
                 resends.push((i, missing));
+            } else {
+                rearm.push(i);
             }
+        }
+        for i in rearm {
+            let (remaining, backoff) = (self.bufs[i].remaining(full), self.bufs[i].backoff);
+            let t = self.data_timer(now, remaining, Duration::ZERO, backoff);
+            self.bufs[i].timer = Some(t);
         }
         for (i, missing) in resends {
             let number = self.bufs[i].number;

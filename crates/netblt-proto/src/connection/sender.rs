@@ -11,6 +11,7 @@ use std::collections::{BTreeSet, VecDeque};
 
 use netblt_wire::{ControlMessageRef, DataRepr};
 
+use super::gather::{Gathered, Payload};
 use crate::bitset::BitSet;
 use crate::config::{Config, TransferParams};
 use crate::pacer::Pacer;
@@ -256,16 +257,31 @@ impl Sender {
         }
     }
 
-    /// Writes the next DATA/LDATA packet if one is ready and the pacer allows.
-    /// Packets leave "re-ordered by buffer number (lowest number first)" (RFC
-    /// 998 §5.2), a buffer's retransmissions before its new packets.
+    /// The bytes a [`Payload`] names, while its buffer is still held (until
+    /// its OK).
+    pub(crate) fn payload(&self, p: &Payload) -> Option<&[u8]> {
+        // Buffers are kept in number order, with gaps where OKs came out of
+        // order.
+        let i = self
+            .bufs
+            .binary_search_by_key(&p.buffer, |b| b.number)
+            .ok()?;
+        self.bufs[i].data.get(p.start..p.start.checked_add(p.len)?)
+    }
+
+    /// Writes the next DATA/LDATA packet if one is ready and the pacer allows:
+    /// the whole packet, or with `gather` only its header, the payload being
+    /// named by the result. Packets leave "re-ordered by buffer number
+    /// (lowest number first)" (RFC 998 §5.2), a buffer's retransmissions
+    /// before its new packets.
     pub(crate) fn emit_data(
         &mut self,
         now: Instant,
         buf: &mut [u8],
         ports: (u16, u16),
         stats: &mut Stats,
-    ) -> Option<usize> {
+        gather: bool,
+    ) -> Option<Gathered> {
         if self.pacer.next_send_time(now) > now {
             return None;
         }
@@ -304,7 +320,21 @@ impl Sender {
         };
         let ldata = p + 1 == b.count;
         let finished_new = !retransmission && ldata && b.last;
-        let len = netblt_wire::emit_data(buf, ldata, ports.0, ports.1, &repr).ok()?;
+        let out = if gather {
+            let total = netblt_wire::emit_data_header(buf, ldata, ports.0, ports.1, &repr).ok()?;
+            Gathered {
+                head: netblt_wire::DATA_HEADER_LEN,
+                payload: Some(Payload {
+                    conn: 0,
+                    buffer: b.number,
+                    start,
+                    len: data.len(),
+                }),
+                pad: total - netblt_wire::DATA_HEADER_LEN - data.len(),
+            }
+        } else {
+            Gathered::whole(netblt_wire::emit_data(buf, ldata, ports.0, ports.1, &repr).ok()?)
+        };
         self.pacer.on_send(now);
         if retransmission {
             stats.data_packets_retransmitted += 1;
@@ -316,7 +346,7 @@ impl Sender {
                 stats.steady_bytes = total;
             }
         }
-        Some(len)
+        Some(out)
     }
 
     /// When the pacer will next allow a packet, if one is waiting.

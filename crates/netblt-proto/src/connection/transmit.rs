@@ -7,6 +7,7 @@
 
 use netblt_wire::{NullAckRepr, OpenRepr, Packet, Repr};
 
+use super::gather::{Gathered, Payload};
 use super::{wire_packet_size, Connection, DataPart, State};
 use crate::time::Instant;
 
@@ -30,11 +31,36 @@ impl Connection {
     /// `buf` must be at least [`max_datagram_size`](Connection::max_datagram_size)
     /// long. Call until it returns `None`.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        let n = self.next_datagram(now, buf)?;
+        let g = self.poll_next(now, buf, false)?;
+        Some(g.head)
+    }
+
+    /// Like [`poll_transmit`](Self::poll_transmit), but a DATA or LDATA
+    /// packet comes as its 24-byte header in `buf` plus the place of its
+    /// payload in the data sender's buffer ([`Gathered::payload`], to be
+    /// resolved with [`payload`](Self::payload) and sent after the header,
+    /// followed by [`Gathered::pad`] zero bytes): the driver lets the kernel
+    /// gather the parts, and the data is never copied into a datagram.
+    pub fn poll_transmit_gather(&mut self, now: Instant, buf: &mut [u8]) -> Option<Gathered> {
+        self.poll_next(now, buf, true)
+    }
+
+    /// The bytes of a payload from [`poll_transmit_gather`](Self::poll_transmit_gather),
+    /// or `None` once its buffer was acknowledged (the packet need not go
+    /// out any more).
+    pub fn payload(&self, p: &Payload) -> Option<&[u8]> {
+        match &self.data {
+            DataPart::Sender(s) => s.payload(p),
+            _ => None,
+        }
+    }
+
+    fn poll_next(&mut self, now: Instant, buf: &mut [u8], gather: bool) -> Option<Gathered> {
+        let g = self.next_datagram(now, buf, gather)?;
         self.last_tx = now;
         self.stats.datagrams_sent += 1;
-        self.stats.bytes_sent += n as u64;
-        Some(n)
+        self.stats.bytes_sent += g.len() as u64;
+        Some(g)
     }
 
     fn open_repr(&self) -> OpenRepr<'_> {
@@ -53,14 +79,14 @@ impl Connection {
         }
     }
 
-    fn next_datagram(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+    fn next_datagram(&mut self, now: Instant, buf: &mut [u8], gather: bool) -> Option<Gathered> {
         let ports = (self.local_port, self.remote_port);
         if let Some(reason) = self.pending.abort.take() {
-            return write(buf, ports, Repr::Abort { reason: &reason });
+            return write(buf, ports, Repr::Abort { reason: &reason }).map(Gathered::whole);
         }
         if self.state == State::Closed {
             if std::mem::take(&mut self.pending.done) {
-                return write(buf, ports, Repr::Done);
+                return write(buf, ports, Repr::Done).map(Gathered::whole);
             }
             return None;
         }
@@ -72,10 +98,10 @@ impl Connection {
             self.open_attempts += 1;
             self.timers.open = Some(now + self.open_interval);
             self.open_interval = (self.open_interval * 2).min(self.config.open_retry * 4);
-            return write(buf, ports, Repr::Open(self.open_repr()));
+            return write(buf, ports, Repr::Open(self.open_repr())).map(Gathered::whole);
         }
         if std::mem::take(&mut self.pending.response) {
-            return write(buf, ports, Repr::Response(self.open_repr()));
+            return write(buf, ports, Repr::Response(self.open_repr())).map(Gathered::whole);
         }
         if std::mem::take(&mut self.pending.quit) {
             return write(
@@ -84,10 +110,11 @@ impl Connection {
                 Repr::Quit {
                     reason: &self.quit_reason,
                 },
-            );
+            )
+            .map(Gathered::whole);
         }
         if std::mem::take(&mut self.pending.quitack) {
-            return write(buf, ports, Repr::QuitAck);
+            return write(buf, ports, Repr::QuitAck).map(Gathered::whole);
         }
         let open = self.state == State::Open;
         match &mut self.data {
@@ -106,7 +133,7 @@ impl Connection {
                         // control packet, it sets a control timer."
                         self.timers.control = Some(now + self.control_timeout());
                     }
-                    return Some(e.len);
+                    return Some(Gathered::whole(e.len));
                 }
             }
             DataPart::Sender(s) => {
@@ -118,11 +145,11 @@ impl Connection {
                         burst_size: s.params.burst_size,
                         burst_interval_ms: s.params.burst_interval_ms,
                     };
-                    return write(buf, ports, Repr::NullAck(repr));
+                    return write(buf, ports, Repr::NullAck(repr)).map(Gathered::whole);
                 }
                 if open {
-                    if let Some(n) = s.emit_data(now, buf, ports, &mut self.stats) {
-                        return Some(n);
+                    if let Some(g) = s.emit_data(now, buf, ports, &mut self.stats, gather) {
+                        return Some(g);
                     }
                 }
             }
@@ -135,7 +162,7 @@ impl Connection {
             // NETBLT cannot send other packets".
             self.stats.keepalives_sent += 1;
             tracing::trace!(%now, side = ?self.side, "KEEPALIVE sent");
-            return write(buf, ports, Repr::Keepalive);
+            return write(buf, ports, Repr::Keepalive).map(Gathered::whole);
         }
         None
     }

@@ -41,6 +41,36 @@ pub struct Pair {
     to_send: Vec<u8>,
     send_off: usize,
     pub steps: u64,
+    /// Give received buffers' storage back to the receiving connection.
+    pub recycle: bool,
+    /// Transmit with `poll_transmit_gather`, assembling each datagram from
+    /// its header, payload and padding as a driver's `sendmsg` would.
+    pub gather: bool,
+    /// DATA datagrams that came out as a header plus a payload.
+    pub gathered: u64,
+}
+
+/// The next datagram from `c`, by `poll_transmit` or by gathering.
+fn next_datagram(
+    c: &mut Connection,
+    now: Instant,
+    buf: &mut [u8],
+    gather: bool,
+    gathered: &mut u64,
+) -> Option<Vec<u8>> {
+    if !gather {
+        let n = c.poll_transmit(now, buf)?;
+        return Some(buf[..n].to_vec());
+    }
+    let g = c.poll_transmit_gather(now, buf)?;
+    let mut d = buf[..g.head].to_vec();
+    if let Some(p) = g.payload {
+        *gathered += 1;
+        d.extend_from_slice(c.payload(&p).expect("payload of a live buffer"));
+    }
+    d.resize(d.len() + g.pad, 0);
+    assert_eq!(d.len(), g.len());
+    Some(d)
 }
 
 pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
@@ -100,6 +130,9 @@ impl Pair {
             to_send: data,
             send_off: 0,
             steps: 0,
+            recycle: false,
+            gather: false,
+            gathered: 0,
         }
     }
 
@@ -141,14 +174,21 @@ impl Pair {
             self.steps += 1;
             self.app();
             // Transmit everything now due.
-            while let Some(n) = self.a.poll_transmit(self.now, &mut buf) {
-                let d = buf[..n].to_vec();
+            while let Some(d) = next_datagram(
+                &mut self.a,
+                self.now,
+                &mut buf,
+                self.gather,
+                &mut self.gathered,
+            ) {
                 self.send(true, d);
             }
             if let Some(b) = self.b.as_mut() {
                 let mut out = Vec::new();
-                while let Some(n) = b.poll_transmit(self.now, &mut buf) {
-                    out.push(buf[..n].to_vec());
+                while let Some(d) =
+                    next_datagram(b, self.now, &mut buf, self.gather, &mut self.gathered)
+                {
+                    out.push(d);
                 }
                 for d in out {
                     self.send(false, d);
@@ -258,8 +298,18 @@ impl Pair {
 
     fn on_event(&mut self, at_a: bool, e: Event) {
         let log = format!("{:?}", short(&e));
-        if let Event::BufferReceived { data, .. } = &e {
-            self.received.extend_from_slice(data);
+        if let Event::BufferReceived { data, .. } = e {
+            self.received.extend_from_slice(&data);
+            if self.recycle {
+                let receiver = if at_a {
+                    Some(&mut self.a)
+                } else {
+                    self.b.as_mut()
+                };
+                if let Some(r) = receiver {
+                    r.recycle(data);
+                }
+            }
         }
         if at_a {
             self.events_a.push(log);

@@ -11,7 +11,7 @@ use std::{
 
 use socket2::{MaybeUninitSlice, Socket};
 
-use super::OutMsg;
+use super::{OutMsg, OutMsgGather};
 use crate::{datagram::RecvMeta, stats::Counters, Readiness};
 
 /// No GSO here: every transmit is sent one datagram at a time.
@@ -57,6 +57,29 @@ pub(crate) fn send_one(sock: &Socket, counters: &Counters, msg: &OutMsg<'_>) -> 
 
 /// Sends messages one by one; stops at the first error (returned only if nothing was sent), like
 /// `sendmmsg`.
+/// Gathered messages: copied into one buffer each, then [`send_one`].
+pub(crate) fn send_many_gather(
+    sock: &Socket,
+    counters: &Counters,
+    msgs: &[OutMsgGather<'_>],
+) -> io::Result<usize> {
+    for (i, msg) in msgs.iter().enumerate() {
+        let mut bytes = Vec::new();
+        for p in msg.parts {
+            bytes.extend_from_slice(p);
+        }
+        let one = OutMsg {
+            dst: msg.dst,
+            contents: &bytes,
+            segment_size: msg.segment_size,
+        };
+        if let Err(e) = send_one(sock, counters, &one) {
+            return if i == 0 { Err(e) } else { Ok(i) };
+        }
+    }
+    Ok(msgs.len())
+}
+
 pub(crate) fn send_many(
     sock: &Socket,
     counters: &Counters,

@@ -15,7 +15,7 @@ use std::{
 
 use socket2::Socket;
 
-use super::OutMsg;
+use super::{OutMsg, OutMsgGather};
 use crate::{datagram::RecvMeta, stats::Counters, Readiness, BATCH, MAX_SEGMENTS};
 
 // From <linux/udp.h>. The libc crate exports these only for some target environments.
@@ -143,6 +143,49 @@ pub(crate) fn send_one(sock: &Socket, counters: &Counters, msg: &OutMsg<'_>) -> 
         let r = unsafe { libc::sendmsg(sock.as_raw_fd(), &hdr, 0) };
         if r >= 0 {
             return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            counters.note_error(&e);
+            return Err(e);
+        }
+    }
+}
+
+/// [`send_many`] for messages given in parts: each message's `iovec` array is its `IoSlice`s,
+/// which std guarantees to be ABI-compatible with `iovec` on Unix. Linux caps a message at
+/// `UIO_MAXIOV` (1024) parts.
+pub(crate) fn send_many_gather(
+    sock: &Socket,
+    counters: &Counters,
+    msgs: &[OutMsgGather<'_>],
+) -> io::Result<usize> {
+    let n = msgs.len().min(BATCH);
+    if n == 0 {
+        return Ok(0);
+    }
+    let mut ctrls = [CmsgBuf([0u8; GSO_CMSG_SPACE]); BATCH];
+    // SAFETY: all-zero mmsghdrs are valid empty headers.
+    let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { mem::zeroed() };
+    for (i, msg) in msgs.iter().take(n).enumerate() {
+        let hdr = &mut hdrs[i].msg_hdr;
+        hdr.msg_name = msg.dst.as_ptr() as *mut libc::c_void;
+        hdr.msg_namelen = msg.dst.len();
+        // The kernel only reads through these pointers on send.
+        hdr.msg_iov = msg.parts.as_ptr() as *mut libc::iovec;
+        hdr.msg_iovlen = msg.parts.len();
+        if let Some(segment) = msg.segment_size {
+            // SAFETY: ctrls outlives the syscall below.
+            unsafe { encode_gso(hdr, &mut ctrls[i], segment) };
+        }
+    }
+    loop {
+        counters.send_syscall();
+        // SAFETY: the first n headers point at live parts, addresses and control buffers.
+        let r =
+            unsafe { libc::sendmmsg(sock.as_raw_fd(), hdrs.as_mut_ptr(), n as libc::c_uint, 0) };
+        if r >= 0 {
+            return Ok(r as usize);
         }
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {

@@ -25,3 +25,11 @@ pub(crate) struct OutMsg<'a> {
     /// Set only when the contents really are longer than one segment and GSO is in use.
     pub(crate) segment_size: Option<u16>,
 }
+
+/// A GSO train (or one datagram) whose contents are gathered from `parts` by the kernel.
+#[derive(Clone, Copy)]
+pub(crate) struct OutMsgGather<'a> {
+    pub(crate) dst: &'a SockAddr,
+    pub(crate) parts: &'a [std::io::IoSlice<'a>],
+    pub(crate) segment_size: Option<u16>,
+}

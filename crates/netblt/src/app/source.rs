@@ -26,18 +26,30 @@ pub struct Source {
     pub done: bool,
 }
 
-/// A reader producing a fixed pseudo-random pattern, for memory-to-memory
-/// tests: copying it costs what copying data out of an application costs.
+/// Where a sender's bytes come from.
+pub enum Input {
+    /// A file (or any reader).
+    Read(Box<dyn Read + Send>),
+    /// The memory-to-memory test's generated data.
+    Pattern(Pattern),
+}
+
+/// A fixed pseudo-random pattern of [`Pattern::PERIOD`] bytes, repeated, for
+/// memory-to-memory tests (`netblt bench`): the data a test application
+/// keeps in memory, like iperf3's send buffer. Hashing and sending it cost
+/// what they cost for any data.
 pub struct Pattern {
     block: Vec<u8>,
-    pos: usize,
 }
 
 impl Pattern {
+    /// The pattern's length: it repeats every 64 KiB.
+    pub const PERIOD: usize = 1 << 16;
+
     pub fn new(seed: u64) -> Pattern {
         // xorshift: cheap and good enough to defeat any compression.
         let mut x = seed | 1;
-        let block = (0..(1usize << 16))
+        let block = (0..Self::PERIOD)
             .map(|_| {
                 x ^= x << 13;
                 x ^= x >> 7;
@@ -45,21 +57,20 @@ impl Pattern {
                 x as u8
             })
             .collect();
-        Pattern { block, pos: 0 }
+        Pattern { block }
     }
-}
 
-impl Read for Pattern {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+    /// Writes the stream's bytes from `offset` on into `buf`.
+    pub fn fill_at(&self, buf: &mut [u8], offset: u64) {
+        let mut pos = (offset % Self::PERIOD as u64) as usize;
         let mut n = 0;
         while n < buf.len() {
-            let src = &self.block[self.pos..];
+            let src = &self.block[pos..];
             let k = src.len().min(buf.len() - n);
             buf[n..n + k].copy_from_slice(&src[..k]);
             n += k;
-            self.pos = (self.pos + k) % self.block.len();
+            pos = 0;
         }
-        Ok(n)
     }
 }
 
@@ -67,7 +78,7 @@ impl Source {
     /// Starts reading `size` bytes from `reader` into buffers of
     /// `buffer_size` (the negotiated size), `label` naming it in errors.
     pub fn spawn(
-        mut reader: Box<dyn Read + Send>,
+        mut input: Input,
         label: String,
         size: u64,
         buffer_size: usize,
@@ -81,7 +92,7 @@ impl Source {
             .name("netblt-read".into())
             .spawn(move || {
                 read_loop(
-                    &mut *reader,
+                    &mut input,
                     &label,
                     size,
                     buffer_size.max(1),
@@ -152,7 +163,7 @@ impl Drop for Source {
 
 #[allow(clippy::too_many_arguments)]
 fn read_loop(
-    reader: &mut dyn Read,
+    input: &mut Input,
     label: &str,
     size: u64,
     buffer_size: usize,
@@ -167,11 +178,29 @@ fn read_loop(
     let mut emitted = 0u64; // stream bytes handed out
     while emitted < total {
         let want = (total - emitted).min(buffer_size as u64) as usize;
-        let mut buf = recycled.try_recv().unwrap_or_default();
+        let reused = recycled.try_recv().ok();
+        let fresh = reused.is_none();
+        let mut buf = reused.unwrap_or_default();
         // Recycled buffers keep their length: no memset on the hot path.
         buf.resize(want, 0);
         let payload = (size.saturating_sub(emitted)).min(want as u64) as usize;
-        if let Err(e) = fill(reader, &mut buf[..payload]) {
+        let filled = match input {
+            Input::Read(r) => fill(&mut **r, &mut buf[..payload]),
+            Input::Pattern(p) => {
+                // A recycled full buffer already holds the pattern from the
+                // same phase when buffers are whole periods long (every full
+                // buffer then starts at phase 0; only the last, partial one,
+                // carries the digest, and it is never reused): rewriting it
+                // would copy the same bytes over themselves. The digest is
+                // computed below over what the buffer holds, whatever it is.
+                let same_phase = buffer_size % Pattern::PERIOD == 0 && payload == buffer_size;
+                if fresh || !same_phase {
+                    p.fill_at(&mut buf[..payload], emitted);
+                }
+                Ok(())
+            }
+        };
+        if let Err(e) = filled {
             let err = if e.kind() == std::io::ErrorKind::UnexpectedEof {
                 AppError::new(
                     exit::LOCAL,
@@ -218,4 +247,55 @@ fn fill(r: &mut dyn Read, mut buf: &mut [u8]) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs a source to its end, recycling every buffer as soon as it is
+    /// taken (as acknowledged buffers come back), and returns the stream.
+    fn stream_of(input: Input, size: u64, bsz: usize) -> (Vec<u8>, Option<[u8; DIGEST_LEN]>) {
+        let waker = Arc::new(Waker::new().unwrap());
+        let mut src = Source::spawn(input, "test".into(), size, bsz, waker);
+        let mut out = Vec::new();
+        while !src.done {
+            match src.try_next() {
+                Some(Ok((buf, _))) => {
+                    out.extend_from_slice(&buf);
+                    src.recycle(buf);
+                }
+                Some(Err(e)) => panic!("{}", e.message),
+                None => std::thread::yield_now(),
+            }
+        }
+        src.stop();
+        (out, src.digest())
+    }
+
+    #[test]
+    fn pattern_stream_is_the_pattern_then_its_digest_with_reused_buffers() {
+        let p = Pattern::new(7);
+        // Whole-period buffers (refills skipped) and odd ones (refilled).
+        for bsz in [Pattern::PERIOD * 2, 100_003] {
+            let size = 1_000_000u64;
+            let (out, digest) = stream_of(Input::Pattern(Pattern::new(7)), size, bsz);
+            let mut want = vec![0u8; size as usize];
+            p.fill_at(&mut want, 0);
+            let d: [u8; DIGEST_LEN] = blake3::hash(&want).into();
+            assert_eq!(digest, Some(d), "bsz {bsz}");
+            want.extend_from_slice(&d);
+            assert!(out == want, "bsz {bsz}: stream differs");
+        }
+    }
+
+    #[test]
+    fn reader_stream_matches_its_input() {
+        let data: Vec<u8> = (0..300_001u32).map(|i| (i * 31) as u8).collect();
+        let input = Input::Read(Box::new(std::io::Cursor::new(data.clone())));
+        let (out, digest) = stream_of(input, data.len() as u64, 65_536);
+        let d: [u8; DIGEST_LEN] = blake3::hash(&data).into();
+        assert_eq!(digest, Some(d));
+        assert!(out[..data.len()] == data[..] && out[data.len()..] == d);
+    }
 }

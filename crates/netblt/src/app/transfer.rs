@@ -3,13 +3,12 @@
 //! [`Sink`], and collects what the report needs. Both drivers (active and
 //! passive) call [`Transfer::drive`] after every batch of engine input.
 
-use std::io::Read;
 use std::sync::Arc;
 
 use netblt_proto::{Connection, ConnectionError, Event, Instant, TransferParams};
 
 use super::sink::{Output, Sink, Target};
-use super::source::Source;
+use super::source::{Input, Source};
 use super::{meta, AppError, DIGEST_LEN};
 use crate::driver::Waker;
 use crate::exit;
@@ -20,10 +19,7 @@ pub type MakeTarget = Box<dyn FnOnce(u64) -> Result<Target, AppError> + Send>;
 /// What this end does with the data, before the connection opens.
 pub enum Plan {
     /// Send `size` bytes read from `reader`.
-    Send {
-        reader: Box<dyn Read + Send>,
-        size: u64,
-    },
+    Send { reader: Input, size: u64 },
     /// Receive into `target`; `size` is known from the OPEN, or (`None`)
     /// arrives in the RESPONSE (`get`), when `target` is made by `make`.
     Receive {

@@ -14,7 +14,7 @@ use crate::app::client;
 use crate::app::meta::Request;
 use crate::app::params::{config, resolve_host, CommonFlags, ParamFlags};
 use crate::app::report::{app_error_to_cli, Report};
-use crate::app::source::Pattern;
+use crate::app::source::{Input, Pattern};
 use crate::app::transfer::{Plan, Transfer};
 use crate::app::DIGEST_LEN;
 use crate::commands::sim::TABLE_HEADER;
@@ -48,7 +48,7 @@ pub fn bench(
     let transfer = Transfer::new(
         "sink",
         Plan::Send {
-            reader: Box::new(Pattern::new(0x6e65_7462_6c74)),
+            reader: Input::Pattern(Pattern::new(0x6e65_7462_6c74)),
             size,
         },
         waker.clone(),

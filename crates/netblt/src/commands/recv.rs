@@ -16,6 +16,7 @@ use crate::app::names::resolve;
 use crate::app::params::{config, passive_limits};
 use crate::app::report::{app_error_to_cli, Report};
 use crate::app::sink::{Target, TempFile};
+use crate::app::source::Input;
 use crate::app::transfer::{Plan, Transfer};
 use crate::driver::passive::{bind, run_passive, Accept, JunkCounts, PassiveOptions, Service};
 use crate::driver::Waker;
@@ -116,7 +117,7 @@ impl Receiver {
                 let _ = waker;
                 Ok((
                     Plan::Send {
-                        reader: Box::new(file),
+                        reader: Input::Read(Box::new(file)),
                         size: meta.len(),
                     },
                     name,

@@ -11,6 +11,7 @@ use crate::app::meta::Request;
 use crate::app::names::walk;
 use crate::app::params::{config, resolve_host, CommonFlags, ParamFlags};
 use crate::app::report::app_error_to_cli;
+use crate::app::source::Input;
 use crate::app::transfer::{Plan, Transfer};
 use crate::app::{io_reason, DIGEST_LEN};
 use crate::driver::active::ActiveOptions;
@@ -60,7 +61,7 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
         let transfer = Transfer::new(
             name.clone(),
             Plan::Send {
-                reader: Box::new(file),
+                reader: Input::Read(Box::new(file)),
                 size,
             },
             waker.clone(),

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use netblt_proto::{Config, Connection, Mode, State};
+use netblt_proto::{Config, Connection, Gathered, Mode, State};
 use netblt_udp::IoStats;
 
 use super::clock::Clock;
@@ -13,7 +13,9 @@ use super::poll::{wait, Waker};
 use super::rx::RxBuffers;
 use super::socket::{random_port, NetSocket};
 use super::tx::TxQueue;
-use super::{network_error, precise_timers, socket_error, MAX_RX_ROUNDS};
+use super::{
+    network_error, precise_timers, size_recv_buffer, socket_error, TimerGate, MAX_RX_ROUNDS,
+};
 use crate::app::transfer::Transfer;
 use crate::app::AppError;
 use crate::exit;
@@ -80,19 +82,25 @@ pub fn run_active(
     )
     .map_err(|e| AppError::new(exit::USAGE, format!("invalid parameters: {e}"), ""))?;
     let s = sock.as_dyn();
-    let mut tx = TxQueue::new(s.max_gso_segments(), conn.max_datagram_size());
+    let mut tx = TxQueue::new(s.max_gso_segments(), conn.max_datagram_size(), true);
     let mut rx = RxBuffers::new();
+    let mut gate = TimerGate::default();
+    let mut sized = false;
     let mut want_write = false;
     let mut last_progress = std::time::Instant::now();
     let mut net_error: Option<AppError> = None;
     loop {
         let now = clock.now();
+        let mut drained = false;
         for _ in 0..MAX_RX_ROUNDS {
             match rx.recv(s) {
-                Ok(0) => break,
-                Ok(_) => {
+                Ok(n) => {
                     for (_, d) in rx.datagrams() {
                         conn.handle_datagram(now, d);
+                    }
+                    drained = n < RxBuffers::CAPACITY;
+                    if drained {
+                        break;
                     }
                 }
                 Err(e) => {
@@ -104,8 +112,14 @@ pub fn run_active(
         if net_error.is_some() {
             break;
         }
-        if conn.poll_timeout().is_some_and(|t| t <= now) {
+        if conn.poll_timeout().is_some_and(|t| t <= now)
+            && gate.open(drained, std::time::Instant::now())
+        {
             conn.handle_timeout(now);
+        }
+        if !sized && conn.state() == State::Open {
+            sized = true;
+            size_recv_buffer(s, std::iter::once(&conn));
         }
         transfer.drive(now, &mut conn);
         if stop.load(Ordering::Relaxed) && !conn.is_closed() {
@@ -121,16 +135,22 @@ pub fn run_active(
             tx.set_max_datagram(conn.max_datagram_size());
             loop {
                 let mut full = true;
+                let gather = tx.gathers();
                 while let Some(slot) = tx.slot() {
-                    match conn.poll_transmit(now, slot) {
-                        Some(n) => tx.commit(dest, n),
+                    let next = if gather {
+                        conn.poll_transmit_gather(now, slot)
+                    } else {
+                        conn.poll_transmit(now, slot).map(Gathered::whole)
+                    };
+                    match next {
+                        Some(g) => tx.commit(dest, g),
                         None => {
                             full = false;
                             break;
                         }
                     }
                 }
-                match tx.flush(s) {
+                match tx.flush(s, &|p| conn.payload(p)) {
                     Ok(true) if full => continue,
                     Ok(true) => break,
                     Ok(false) => {
@@ -144,7 +164,7 @@ pub fn run_active(
                 }
             }
         } else {
-            match tx.flush(s) {
+            match tx.flush(s, &|p| conn.payload(p)) {
                 Ok(done) => want_write = !done,
                 Err(e) => net_error = Some(network_error(&e, peer, conn.state() == State::Opening)),
             }

@@ -50,6 +50,59 @@ use crate::exit;
 /// cannot starve our own transmissions.
 pub const MAX_RX_ROUNDS: usize = 8;
 
+/// Most kernel receive buffer that data windows may ask for.
+const RECV_BUFFER_MAX: usize = 512 << 20;
+
+/// Sizes the socket's receive buffer for the data that may be in flight
+/// towards this end: the windows (`max_buffers` × `buffer_size`) of every
+/// connection in which this end receives data. A socket that can hold the
+/// whole window never drops what the sender was allowed to send, however
+/// long this process is kept off the CPU; NETBLT's GOs are then its flow
+/// control, as a window is TCP's. Only grows, and is capped.
+pub fn size_recv_buffer<'a>(
+    sock: &dyn netblt_udp::DatagramSocket,
+    conns: impl Iterator<Item = &'a netblt_proto::Connection>,
+) {
+    let window: usize = conns
+        .filter(|c| c.role() == netblt_proto::Role::DataReceiver)
+        .map(|c| usize::from(c.params().max_buffers) * c.params().buffer_size as usize)
+        .sum();
+    if window > 0 {
+        sock.grow_recv_buffer(window.min(RECV_BUFFER_MAX));
+    }
+}
+
+/// Longest that timers wait for a socket that never empties (a flood).
+const TIMER_HOLD_MAX: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Holds the engine's timers back while datagrams are still queued in the
+/// socket.
+///
+/// A timer that expires while arrivals wait in the kernel's queue judges
+/// the past: a receiver that fell behind (a busy CPU, a descheduled thread)
+/// would take packets it simply has not read yet for lost and ask for them
+/// again (measured on loopback: 7-30 % of the data resent, none of it lost).
+/// So timers run once a receive call finds the queue empty, the same order
+/// as the RFC's own rule of acting on the freshest information; a socket
+/// that stays full (a flood of junk) delays them by [`TIMER_HOLD_MAX`] at
+/// most.
+#[derive(Debug, Default)]
+pub struct TimerGate {
+    backlog_since: Option<std::time::Instant>,
+}
+
+impl TimerGate {
+    /// `drained`: this turn's last receive call left the socket empty.
+    pub fn open(&mut self, drained: bool, now: std::time::Instant) -> bool {
+        if drained {
+            self.backlog_since = None;
+            return true;
+        }
+        let since = *self.backlog_since.get_or_insert(now);
+        now.saturating_duration_since(since) >= TIMER_HOLD_MAX
+    }
+}
+
 /// 32 random bits from the OS (connection unique IDs, temp names, raw-IP
 /// ports). Falls back to the clock if the OS source fails.
 pub fn random_u32() -> u32 {
@@ -127,5 +180,24 @@ pub fn socket_error(e: &io::Error, what: &str, raw: bool) -> AppError {
             AppError::new(exit::NETWORK, format!("{what}: host unreachable"), "")
         }
         _ => AppError::new(exit::NETWORK, format!("{what}: {e}"), ""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn timer_gate_waits_for_an_empty_socket_but_not_forever() {
+        let t0 = Instant::now();
+        let mut g = TimerGate::default();
+        assert!(g.open(true, t0));
+        assert!(!g.open(false, t0));
+        assert!(!g.open(false, t0 + Duration::from_millis(249)));
+        assert!(g.open(false, t0 + TIMER_HOLD_MAX));
+        // Emptied: the next backlog is timed from its own start.
+        assert!(g.open(true, t0 + Duration::from_millis(300)));
+        assert!(!g.open(false, t0 + Duration::from_millis(400)));
     }
 }

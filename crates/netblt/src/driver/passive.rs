@@ -6,14 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use netblt_proto::{Config, ConnectionHandle, DatagramEvent, Endpoint, Incoming};
+use netblt_proto::{Config, ConnectionHandle, DatagramEvent, Endpoint, Gathered, Incoming};
 
 use super::clock::Clock;
 use super::poll::{wait, Waker};
 use super::rx::RxBuffers;
 use super::socket::NetSocket;
 use super::tx::TxQueue;
-use super::{precise_timers, socket_error, MAX_RX_ROUNDS};
+use super::{precise_timers, size_recv_buffer, socket_error, TimerGate, MAX_RX_ROUNDS};
 use crate::app::report::{cpu_times, Report};
 use crate::app::transfer::Transfer;
 use crate::app::AppError;
@@ -96,22 +96,24 @@ pub fn run_passive(
     let mut ep = Endpoint::new(opts.config.clone(), port);
     let clock = Clock::new();
     let s = sock.as_dyn();
-    let mut tx = TxQueue::new(s.max_gso_segments(), 65_507);
+    let mut tx = TxQueue::new(s.max_gso_segments(), 65_507, true);
     let mut rx = RxBuffers::new();
     let mut live: HashMap<usize, Live> = HashMap::new();
+    let mut gate = TimerGate::default();
     let mut want_write = false;
     let mut keep_going = true;
     let mut stopping = false;
     loop {
         let now = clock.now();
+        let mut drained = false;
         for _ in 0..MAX_RX_ROUNDS {
             match rx.recv(s) {
-                Ok(0) => break,
-                Ok(_) => {}
+                Ok(n) => drained = n < RxBuffers::CAPACITY,
                 // Errors on an unconnected socket are about one peer (an
                 // ICMP message): nothing to do but carry on.
                 Err(e) => {
                     tracing::debug!(error = %e, "receive error");
+                    drained = true;
                     break;
                 }
             }
@@ -126,6 +128,12 @@ pub fn run_passive(
                 match service.incoming(&inc, &waker) {
                     Ok(a) => match ep.accept(inc.clone(), a.config, a.response, now) {
                         Ok(h) => {
+                            size_recv_buffer(
+                                s,
+                                live.keys()
+                                    .chain([&h.0])
+                                    .filter_map(|&i| ep.connection(ConnectionHandle(i))),
+                            );
                             live.insert(
                                 h.0,
                                 Live {
@@ -140,8 +148,13 @@ pub fn run_passive(
                     Err(reason) => ep.refuse(&inc, &reason),
                 }
             }
+            if drained {
+                break;
+            }
         }
-        ep.handle_timeout(now);
+        if gate.open(drained, std::time::Instant::now()) {
+            ep.handle_timeout(now);
+        }
         if stop.load(Ordering::Relaxed) && !stopping {
             stopping = true;
             for h in ep.handles() {
@@ -160,16 +173,23 @@ pub fn run_passive(
         if !want_write {
             loop {
                 let mut full = true;
+                let gather = tx.gathers();
                 while let Some(slot) = tx.slot() {
-                    match ep.poll_transmit(now, slot) {
-                        Some((to, n)) => tx.commit(to, n),
+                    let next = if gather {
+                        ep.poll_transmit_gather(now, slot)
+                    } else {
+                        ep.poll_transmit(now, slot)
+                            .map(|(to, n)| (to, Gathered::whole(n)))
+                    };
+                    match next {
+                        Some((to, g)) => tx.commit(to, g),
                         None => {
                             full = false;
                             break;
                         }
                     }
                 }
-                match tx.flush(s) {
+                match tx.flush(s, &|p| ep.payload(p)) {
                     Ok(true) if full => continue,
                     Ok(true) => break,
                     Ok(false) => {
@@ -183,7 +203,7 @@ pub fn run_passive(
                 }
             }
         } else {
-            want_write = !tx.flush(s).unwrap_or(true);
+            want_write = !tx.flush(s, &|p| ep.payload(p)).unwrap_or(true);
         }
         // Retire closed connections (their last packets are out).
         if tx.is_empty() {

@@ -12,6 +12,9 @@ pub struct RxBuffers {
 }
 
 impl RxBuffers {
+    /// Buffers filled by one call at most.
+    pub const CAPACITY: usize = BATCH;
+
     pub fn new() -> RxBuffers {
         RxBuffers {
             storage: vec![0; BATCH * MAX_DATAGRAM_BUFFER],
@@ -21,7 +24,9 @@ impl RxBuffers {
     }
 
     /// One receive syscall; returns how many buffers were filled (0 when
-    /// nothing was queued).
+    /// nothing was queued). Fewer than [`RxBuffers::CAPACITY`] means the
+    /// socket's queue is now empty: `recvmmsg` without waiting stops only
+    /// there.
     pub fn recv(&mut self, sock: &dyn DatagramSocket) -> io::Result<usize> {
         let mut chunks = self.storage.chunks_exact_mut(MAX_DATAGRAM_BUFFER);
         let mut bufs: [IoSliceMut<'_>; BATCH] =

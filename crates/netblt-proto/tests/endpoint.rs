@@ -1,0 +1,170 @@
+//! One `Endpoint` serving two senders at once, with junk mixed in, over an
+//! in-memory wire with explicit time (1 ms each way, nothing lost).
+
+mod pair;
+
+use std::net::SocketAddr;
+
+use netblt_proto::{
+    Config, Connection, ConnectionHandle, DatagramEvent, Duration, Endpoint, Event, Instant, Mode,
+    TransferParams,
+};
+use pair::pattern;
+
+const PORT: u16 = 7000;
+
+fn config() -> Config {
+    Config {
+        params: TransferParams {
+            packet_size: 1000,
+            buffer_size: 10_000,
+            burst_size: 5,
+            burst_interval_ms: 1,
+            max_buffers: 3,
+            checksum_data: true,
+        },
+        death_timeout: Duration::from_secs(5),
+        ..Config::default()
+    }
+}
+
+struct Client {
+    addr: SocketAddr,
+    conn: Connection,
+    data: Vec<u8>,
+    pushed: usize,
+}
+
+impl Client {
+    fn new(i: u16, len: usize) -> Client {
+        let data = pattern(len, u64::from(i));
+        let conn = Connection::connect(
+            config(),
+            Mode::Write,
+            0x1000 + u32::from(i),
+            5000 + i,
+            PORT,
+            Some(len as u64),
+            vec![],
+            Instant::ZERO,
+        )
+        .unwrap();
+        Client {
+            addr: format!("192.0.2.{i}:{}", 5000 + i).parse().unwrap(),
+            conn,
+            data,
+            pushed: 0,
+        }
+    }
+
+    fn feed(&mut self) {
+        while self.pushed <= self.data.len() && self.conn.wants_buffer() {
+            let end = (self.pushed + 10_000).min(self.data.len());
+            let last = end == self.data.len();
+            self.conn
+                .push_buffer(self.data[self.pushed..end].to_vec(), last)
+                .unwrap();
+            self.pushed = if last { self.data.len() + 1 } else { end };
+        }
+        while self.conn.poll_event().is_some() {}
+    }
+}
+
+#[test]
+fn serves_two_senders_and_counts_junk() {
+    let mut ep = Endpoint::new(config(), PORT);
+    let mut clients = [Client::new(1, 123_457), Client::new(2, 64_000)];
+    let mut received: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+    let mut accepted: Vec<ConnectionHandle> = Vec::new();
+    // (arrival, to the endpoint?, client index, bytes)
+    let mut wire: Vec<(Instant, bool, usize, Vec<u8>)> = Vec::new();
+    let delay = Duration::from_millis(1);
+    let mut now = Instant::ZERO;
+    let mut buf = vec![0u8; 70_000];
+    let junk_from: SocketAddr = "198.51.100.9:4000".parse().unwrap();
+    for step in 0..200_000u64 {
+        for (i, c) in clients.iter_mut().enumerate() {
+            c.feed();
+            while let Some(n) = c.conn.poll_transmit(now, &mut buf) {
+                wire.push((now + delay, true, i, buf[..n].to_vec()));
+            }
+        }
+        while let Some((to, n)) = ep.poll_transmit(now, &mut buf) {
+            if let Some(i) = clients.iter().position(|c| c.addr == to) {
+                wire.push((now + delay, false, i, buf[..n].to_vec()));
+            }
+        }
+        for &h in &accepted {
+            let remote = ep.remote(h);
+            if let Some(c) = ep.connection_mut(h) {
+                while let Some(e) = c.poll_event() {
+                    if let (Event::BufferReceived { data, .. }, Some(r)) = (e, remote) {
+                        match received.iter_mut().find(|(a, _)| *a == r) {
+                            Some((_, v)) => v.extend_from_slice(&data),
+                            None => received.push((r, data)),
+                        }
+                    }
+                }
+            }
+        }
+        // Junk every few steps: garbage, and a well-formed KEEPALIVE for a
+        // port nobody listens on.
+        if step % 7 == 0 {
+            assert!(ep.handle(now, junk_from, &[0xff; 40]).is_none());
+            let stray = netblt_wire::Packet {
+                local_port: 4000,
+                foreign_port: PORT + 1,
+                repr: netblt_wire::Repr::Keepalive,
+            };
+            let n = stray.emit(&mut buf).unwrap();
+            assert!(ep.handle(now, junk_from, &buf[..n]).is_none());
+        }
+        let all_closed = clients.iter().all(|c| c.conn.is_closed())
+            && accepted
+                .iter()
+                .all(|&h| ep.connection(h).is_none_or(|c| c.is_closed()));
+        if all_closed && wire.is_empty() && !accepted.is_empty() {
+            break;
+        }
+        let next = wire
+            .iter()
+            .map(|w| w.0)
+            .chain(clients.iter().filter_map(|c| c.conn.poll_timeout()))
+            .chain(ep.poll_timeout())
+            .min();
+        let Some(next) = next else { break };
+        now = now.max(next);
+        let (due, later): (Vec<_>, Vec<_>) = wire.drain(..).partition(|w| w.0 <= now);
+        wire = later;
+        for (_, to_ep, i, bytes) in due {
+            if !to_ep {
+                clients[i].conn.handle_datagram(now, &bytes);
+                continue;
+            }
+            if let Some(DatagramEvent::NewConnection(inc)) = ep.handle(now, clients[i].addr, &bytes)
+            {
+                accepted.push(ep.accept(inc, None, b"ok".to_vec(), now).unwrap());
+            }
+        }
+        for c in clients.iter_mut() {
+            if c.conn.poll_timeout().is_some_and(|t| t <= now) {
+                c.conn.handle_timeout(now);
+            }
+        }
+        ep.handle_timeout(now);
+    }
+    assert_eq!(accepted.len(), 2);
+    for c in &clients {
+        assert_eq!(c.conn.result(), Some(&Ok(())), "client {}", c.addr);
+        let got = received.iter().find(|(a, _)| *a == c.addr).map(|(_, v)| v);
+        assert!(got == Some(&c.data), "client {}: data differs", c.addr);
+    }
+    for &h in &accepted {
+        let s = ep.connection(h).unwrap().stats();
+        // Every datagram routed to a connection is counted by it.
+        assert!(s.datagrams_received > s.data_packets_received, "{s:?}");
+        assert!(s.bytes_received > s.bytes_transferred, "{s:?}");
+    }
+    assert!(ep.stats().malformed > 0);
+    assert!(ep.stats().stray > 0);
+}
