@@ -9,11 +9,13 @@
 //!
 //! 1. receive everything queued (`recvmmsg`, GRO trains split by stride) and
 //!    hand each datagram to the engine;
-//! 2. run due timers;
+//! 2. run due timers, once the socket's queue was found empty
+//!    ([`TimerGate`]);
 //! 3. let the application ([`crate::app::transfer::Transfer`]) move buffers
 //!    between the engine and its reader/writer threads;
-//! 4. drain `poll_transmit` into GSO trains ([`tx::TxQueue`]) and send them
-//!    with one `sendmmsg`;
+//! 4. drain `poll_transmit_gather` into GSO trains ([`tx::TxQueue`]; DATA
+//!    payloads stay in the engine's buffers and the kernel gathers them) and
+//!    send them with one `sendmmsg`;
 //! 5. sleep in `ppoll` on the socket and an eventfd ([`poll::Waker`]) until
 //!    the engine's `poll_timeout`, the next datagram, or a buffer from the
 //!    disk threads.
@@ -27,7 +29,8 @@
 //!
 //! Engine time is nanoseconds since the loop started ([`clock::Clock`]).
 //! Nothing is allocated per packet: the receive buffers (32 × 64 KiB) and the
-//! transmit trains (33 × 64 KiB) are allocated once, and NETBLT buffers are
+//! transmit trains (33 × 64 KiB) are allocated once (a gathering flush
+//! allocates one `iovec` vector per `sendmmsg`), and NETBLT buffers are
 //! recycled between the engine and the disk threads.
 
 pub mod active;
