@@ -179,11 +179,27 @@ pub(crate) fn send_many_gather(
             unsafe { encode_gso(hdr, &mut ctrls[i], segment) };
         }
     }
+    sendmmsg_retrying(sock, counters, &mut hdrs[..n])
+}
+
+/// `sendmmsg` of prepared headers (retried on `EINTR`); returns how many the kernel took.
+fn sendmmsg_retrying(
+    sock: &Socket,
+    counters: &Counters,
+    hdrs: &mut [libc::mmsghdr],
+) -> io::Result<usize> {
     loop {
         counters.send_syscall();
-        // SAFETY: the first n headers point at live parts, addresses and control buffers.
-        let r =
-            unsafe { libc::sendmmsg(sock.as_raw_fd(), hdrs.as_mut_ptr(), n as libc::c_uint, 0) };
+        // SAFETY: the callers' headers point at buffers, addresses and control messages that
+        // live until they return, past this syscall.
+        let r = unsafe {
+            libc::sendmmsg(
+                sock.as_raw_fd(),
+                hdrs.as_mut_ptr(),
+                hdrs.len() as libc::c_uint,
+                0,
+            )
+        };
         if r >= 0 {
             return Ok(r as usize);
         }
@@ -228,20 +244,7 @@ pub(crate) fn send_many(
             unsafe { encode_gso(hdr, &mut ctrls[i], segment) };
         }
     }
-    loop {
-        counters.send_syscall();
-        // SAFETY: the first n headers point at live buffers.
-        let r =
-            unsafe { libc::sendmmsg(sock.as_raw_fd(), hdrs.as_mut_ptr(), n as libc::c_uint, 0) };
-        if r >= 0 {
-            return Ok(r as usize);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            counters.note_error(&e);
-            return Err(e);
-        }
-    }
+    sendmmsg_retrying(sock, counters, &mut hdrs[..n])
 }
 
 /// Decodes a kernel-written socket address; anything but AF_INET/AF_INET6 becomes `0.0.0.0:0`.
