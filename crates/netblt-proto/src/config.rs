@@ -241,6 +241,15 @@ pub struct Config {
     /// Largest datagram this end will send (control packets are split to fit).
     /// Default 1472 (a 1500-byte MTU less IPv4 and UDP headers).
     pub max_datagram: usize,
+    /// Offer (active end) or accept (passive end) the FEEDBACK extension: the
+    /// data receiver reports deliveries a few times per round trip, which
+    /// rate control needs. Default false (plain RFC 998, as the simulator's
+    /// reproductions of the 1987 measurements require).
+    pub rate_feedback: bool,
+    /// The data sender's rate control. Default `fixed` (RFC 998). Adaptive
+    /// policies need `rate_feedback` negotiated by both ends; without it the
+    /// sender keeps the fixed rate.
+    pub rate: crate::rate::RateConfig,
 }
 
 impl Default for Config {
@@ -259,6 +268,8 @@ impl Default for Config {
             receive_queue: 8,
             confirm_last_buffer: false,
             max_datagram: 1472,
+            rate_feedback: false,
+            rate: crate::rate::RateConfig::default(),
         }
     }
 }

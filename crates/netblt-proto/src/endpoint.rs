@@ -31,6 +31,8 @@ pub struct Incoming {
     pub offer: TransferParams,
     /// From the active end's view: `Write` means the peer sends data to us.
     pub mode: Mode,
+    /// The active end offered the FEEDBACK extension (the F flag).
+    pub rate_feedback: bool,
     pub transfer_size: u32,
     pub death_timer_s: u16,
     pub client: Vec<u8>,
@@ -161,6 +163,7 @@ impl Endpoint {
                     checksum_data: o.checksum_data,
                 },
                 mode: o.mode,
+                rate_feedback: o.rate_feedback,
                 transfer_size: o.transfer_size,
                 death_timer_s: o.death_timer_s,
                 client: o.client.to_vec(),
@@ -205,6 +208,7 @@ impl Endpoint {
             death_timer_s: incoming.death_timer_s,
             checksum_data: incoming.offer.checksum_data,
             mode: incoming.mode,
+            rate_feedback: incoming.rate_feedback,
             max_outstanding: incoming.offer.max_buffers,
             client: &incoming.client,
         };

@@ -28,6 +28,7 @@ mod connection;
 mod endpoint;
 mod event;
 mod pacer;
+pub mod rate;
 mod rtt;
 mod seq;
 mod stats;
@@ -38,5 +39,6 @@ pub use connection::{Connection, Gathered, Payload, PushError, Role, Side, State
 pub use endpoint::{ConnectionHandle, DatagramEvent, Endpoint, Incoming};
 pub use event::{ConnectionError, Event};
 pub use netblt_wire::Mode;
+pub use rate::{Policy, RateConfig, RateReason, RateState};
 pub use stats::Stats;
 pub use time::{Duration, Instant};

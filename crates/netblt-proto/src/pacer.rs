@@ -56,6 +56,15 @@ impl Pacer {
             .min(self.burst_size);
     }
 
+    /// Paces `burst_size` packets per `interval`, released all together
+    /// (a rate controller's exact rate: the interval need not be whole
+    /// milliseconds). Takes effect from the next burst window.
+    pub(crate) fn set_rate_exact(&mut self, burst_size: u16, interval: Duration) {
+        self.burst_size = u32::from(burst_size.max(1));
+        self.interval = interval.max(Duration::from_nanos(1));
+        self.quantum = self.burst_size;
+    }
+
     /// Earliest time the next packet may leave.
     pub(crate) fn next_send_time(&self, now: Instant) -> Instant {
         let Some(start) = self.window_start else {

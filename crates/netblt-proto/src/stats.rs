@@ -34,6 +34,8 @@ pub struct Stats {
     pub null_acks_sent: u64,
     /// KEEPALIVE packets sent.
     pub keepalives_sent: u64,
+    /// Data receiver: FEEDBACK packets sent (rate-feedback extension).
+    pub feedback_sent: u64,
     /// Datagrams sent of any kind, and their bytes.
     pub datagrams_sent: u64,
     pub bytes_sent: u64,

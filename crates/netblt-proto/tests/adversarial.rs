@@ -6,7 +6,8 @@ mod pair;
 
 use netblt_proto::{Config, Connection, Duration, Instant, Mode, TransferParams};
 use netblt_wire::{
-    ControlMessage, ControlWriter, DataRepr, Mode as WireMode, NullAckRepr, OpenRepr, Packet, Repr,
+    ControlMessage, ControlWriter, DataRepr, FeedbackRepr, Mode as WireMode, NullAckRepr, OpenRepr,
+    Packet, Repr,
 };
 use proptest::prelude::*;
 
@@ -44,6 +45,7 @@ enum Hostile {
     },
     Control(Vec<(u8, u16, u32, Vec<u16>)>),
     Simple(u8),
+    Feedback(FeedbackRepr),
 }
 
 fn hostile() -> impl Strategy<Value = Hostile> {
@@ -114,6 +116,21 @@ fn hostile() -> impl Strategy<Value = Hostile> {
         )
         .prop_map(Hostile::Control),
         (2u8..12).prop_map(Hostile::Simple),
+        (
+            (0u32..8, any::<u16>(), any::<u32>()),
+            (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>())
+        )
+            .prop_map(|((eb, ep, hold), (ap, ab, lost, seq))| Hostile::Feedback(
+                FeedbackRepr {
+                    echo_buffer: eb,
+                    echo_packet: ep,
+                    hold_us: hold,
+                    arrived_packets: ap,
+                    arrived_bytes: ab,
+                    lost_packets: lost,
+                    seq,
+                }
+            )),
     ]
 }
 
@@ -133,6 +150,7 @@ fn emit(h: &Hostile, from: u16, to: u16) -> Vec<u8> {
         } else {
             WireMode::Read
         },
+        rate_feedback: write,
         max_outstanding: nb,
         client: b"x",
     };
@@ -217,6 +235,7 @@ fn emit(h: &Hostile, from: u16, to: u16) -> Vec<u8> {
             10 => Repr::Refused { reason: b"r" },
             _ => Repr::Done,
         },
+        Hostile::Feedback(f) => Repr::Feedback(*f),
     };
     let p = Packet {
         local_port: from,
@@ -240,6 +259,12 @@ fn config() -> Config {
             checksum_data: false,
         },
         death_timeout: Duration::from_secs(3),
+        // Rate control on: hostile FEEDBACKs reach the controller.
+        rate_feedback: true,
+        rate: netblt_proto::RateConfig {
+            policy: netblt_proto::Policy::Fair,
+            ..Default::default()
+        },
         ..Config::default()
     }
 }
@@ -292,6 +317,7 @@ proptest! {
             uid: 77, buffer_size: 1000, transfer_size: 0, data_packet_size: 124, burst_size: 4,
             burst_interval_ms: 1, death_timer_s: 3, checksum_data: false,
             mode: if write { WireMode::Write } else { WireMode::Read }, max_outstanding: 3, client: b"",
+            rate_feedback: false,
         };
         let c = Connection::accept(config(), &open, 7000, 5000, vec![], Instant::ZERO).unwrap();
         abuse(c, &inputs, !write);

@@ -61,11 +61,15 @@ pub enum PacketType {
     Refused = 10,
     /// Data receiver's "transfer complete" (sent only by the data receiver).
     Done = 11,
+    /// Not in RFC 998: the data receiver's delivery report for rate control,
+    /// sent only when both ends set the F flag in OPEN/RESPONSE (see
+    /// `feedback.rs`).
+    Feedback = 12,
 }
 
 impl PacketType {
-    /// All 12 types, in numeric order.
-    pub const ALL: [PacketType; 12] = [
+    /// All 13 types (RFC 998's twelve and FEEDBACK), in numeric order.
+    pub const ALL: [PacketType; 13] = [
         PacketType::Open,
         PacketType::Response,
         PacketType::Keepalive,
@@ -78,6 +82,7 @@ impl PacketType {
         PacketType::Control,
         PacketType::Refused,
         PacketType::Done,
+        PacketType::Feedback,
     ];
 
     /// The RFC 998 name, as used in the RFC text ("OPEN", "NULL-ACK", ...).
@@ -95,6 +100,7 @@ impl PacketType {
             PacketType::Control => "CONTROL",
             PacketType::Refused => "REFUSED",
             PacketType::Done => "DONE",
+            PacketType::Feedback => "FEEDBACK",
         }
     }
 
@@ -108,6 +114,7 @@ impl PacketType {
             PacketType::Open | PacketType::Response => crate::OPEN_FIXED_LEN + 4,
             PacketType::Data | PacketType::LData => crate::DATA_HEADER_LEN,
             PacketType::NullAck => crate::NULL_ACK_LEN,
+            PacketType::Feedback => crate::FEEDBACK_LEN,
         }
     }
 
@@ -121,6 +128,7 @@ impl PacketType {
         match self {
             PacketType::Keepalive | PacketType::QuitAck | PacketType::Done => len == HEADER_LEN,
             PacketType::NullAck => len == crate::NULL_ACK_LEN,
+            PacketType::Feedback => len == crate::FEEDBACK_LEN,
             PacketType::Data | PacketType::LData => len >= self.min_len(),
             PacketType::Open
             | PacketType::Response
@@ -283,7 +291,7 @@ mod tests {
             assert_eq!(*t as u8 as usize, i);
             assert_eq!(PacketType::try_from(i as u8), Ok(*t));
         }
-        assert_eq!(PacketType::try_from(12), Err(Error::UnknownType(12)));
+        assert_eq!(PacketType::try_from(13), Err(Error::UnknownType(13)));
         assert_eq!(PacketType::try_from(255), Err(Error::UnknownType(255)));
         assert_eq!(PacketType::NullAck.to_string(), "NULL-ACK");
         assert_eq!(PacketType::LData.to_string(), "LDATA");

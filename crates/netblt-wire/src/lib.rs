@@ -18,6 +18,7 @@
 //! | `data.rs` | DATA, LDATA and NULL-ACK ([`DataRepr`], [`emit_data`], [`NullAckRepr`]) |
 //! | `control.rs` | CONTROL, its GO/OK/RESEND messages and [`ControlWriter`] |
 //! | `string.rs` | NUL-terminated strings (client string; QUIT/ABORT/REFUSED reasons) |
+//! | `feedback.rs` | FEEDBACK, the negotiated rate-feedback extension ([`FeedbackRepr`]) |
 //! | `packet.rs` | [`Packet`] / [`Repr`]: dispatch on the Type field |
 //!
 //! [`Packet::parse`] validates a whole datagram and borrows from it (zero-copy: strings, data
@@ -78,6 +79,7 @@ mod checksum;
 mod control;
 mod data;
 mod error;
+mod feedback;
 mod field;
 mod header;
 mod open;
@@ -92,6 +94,7 @@ pub use control::{
 };
 pub use data::{emit_data, emit_data_header, DataRepr, NullAckRepr};
 pub use error::Error;
+pub use feedback::FeedbackRepr;
 pub use header::{Header, PacketType};
 pub use open::{Mode, OpenRepr};
 pub use packet::{Packet, Repr};
@@ -109,5 +112,7 @@ pub const DATA_HEADER_LEN: usize = 24;
 pub const OPEN_FIXED_LEN: usize = 36;
 /// A NULL-ACK packet.
 pub const NULL_ACK_LEN: usize = 20;
+/// Length of a FEEDBACK packet (type 12, not in RFC 998).
+pub const FEEDBACK_LEN: usize = 40;
 /// The largest Length field (16 bits).
 pub const MAX_PACKET_LEN: usize = 65535;

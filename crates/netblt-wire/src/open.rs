@@ -55,6 +55,10 @@ mod fields {
 pub(crate) const FLAG_MODE_WRITE: u16 = 0x0001;
 /// The C bit: "the DATA packet data checksum flag".
 pub(crate) const FLAG_CHECKSUM_DATA: u16 = 0x0002;
+/// The F bit (not in RFC 998, whose other flag bits are zero): rate feedback.
+/// In an OPEN the active end offers the FEEDBACK extension; in a RESPONSE the
+/// passive end accepts it. A plain RFC 998 peer leaves it zero.
+pub(crate) const FLAG_RATE_FEEDBACK: u16 = 0x0004;
 
 /// The transfer mode (the M bit), seen from the active (opening) end: WRITE means the active
 /// end sends the data (notes §Z9).
@@ -96,6 +100,9 @@ pub struct OpenRepr<'a> {
     pub checksum_data: bool,
     /// The M flag: transfer mode.
     pub mode: Mode,
+    /// The F flag (an extension): FEEDBACK packets offered (OPEN) or
+    /// accepted (RESPONSE). See `feedback.rs`.
+    pub rate_feedback: bool,
     /// "maximum number of buffers that can be transferred before waiting for an OK message".
     pub max_outstanding: u16,
     /// The client string, without its NUL terminator and padding.
@@ -129,6 +136,7 @@ impl<'a> OpenRepr<'a> {
             } else {
                 Mode::Read
             },
+            rate_feedback: flags & FLAG_RATE_FEEDBACK != 0,
             max_outstanding: field::get_u16(packet, fields::MAX_OUTSTANDING),
             client,
         })
@@ -156,6 +164,9 @@ impl<'a> OpenRepr<'a> {
         if self.mode == Mode::Write {
             flags |= FLAG_MODE_WRITE;
         }
+        if self.rate_feedback {
+            flags |= FLAG_RATE_FEEDBACK;
+        }
         field::set_u32(packet, fields::UID, self.uid);
         field::set_u32(packet, fields::BUFFER_SIZE, self.buffer_size);
         field::set_u32(packet, fields::TRANSFER_SIZE, self.transfer_size);
@@ -176,7 +187,7 @@ impl fmt::Display for OpenRepr<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "uid={:#010x} mode={} bufsize={} xfer={} pktsize={} burst={}/{}ms death={}s maxout={}{} client=\"{}\"",
+            "uid={:#010x} mode={} bufsize={} xfer={} pktsize={} burst={}/{}ms death={}s maxout={}{}{} client=\"{}\"",
             self.uid,
             self.mode,
             self.buffer_size,
@@ -187,6 +198,7 @@ impl fmt::Display for OpenRepr<'_> {
             self.death_timer_s,
             self.max_outstanding,
             if self.checksum_data { " C" } else { "" },
+            if self.rate_feedback { " F" } else { "" },
             self.client.escape_ascii(),
         )
     }
@@ -233,6 +245,7 @@ mod tests {
                 death_timer_s: 60,
                 checksum_data: true,
                 mode: Mode::Write,
+                rate_feedback: false,
                 max_outstanding: 2,
                 client: b"ab",
             }),
@@ -280,6 +293,7 @@ mod tests {
                 death_timer_s: 30,
                 checksum_data: false,
                 mode: Mode::Read,
+                rate_feedback: false,
                 max_outstanding: 1,
                 client: b"",
             }),

@@ -20,6 +20,7 @@
 use core::fmt;
 
 use crate::data::{emit_data, DataRepr, NullAckRepr};
+use crate::feedback::FeedbackRepr;
 use crate::header::{self, fields as hfields, Header};
 use crate::{
     checksum, field, round_up4, string, ControlRepr, Error, OpenRepr, PacketType, DATA_HEADER_LEN,
@@ -62,6 +63,8 @@ pub enum Repr<'a> {
     },
     /// DONE (type 11): header only.
     Done,
+    /// FEEDBACK (type 12, an extension negotiated at OPEN).
+    Feedback(FeedbackRepr),
 }
 
 impl Repr<'_> {
@@ -80,6 +83,7 @@ impl Repr<'_> {
             Repr::Control(_) => PacketType::Control,
             Repr::Refused { .. } => PacketType::Refused,
             Repr::Done => PacketType::Done,
+            Repr::Feedback(_) => PacketType::Feedback,
         }
     }
 
@@ -93,6 +97,7 @@ impl Repr<'_> {
             }
             Repr::Data(d) | Repr::LData(d) => d.packet_len(),
             Repr::NullAck(_) => crate::NULL_ACK_LEN,
+            Repr::Feedback(_) => crate::FEEDBACK_LEN,
             Repr::Control(c) => HEADER_LEN.saturating_add(c.area_len()),
         }
     }
@@ -120,7 +125,7 @@ impl<'a> Packet<'a> {
     ///    ([`Error::UnknownType`]);
     /// 3. Length is not beyond the buffer ([`Error::Truncated`]), the buffer is exactly Length
     ///    rounded up to a multiple of 4, and Length suits the type ([`Error::BadLength`]): exact
-    ///    for KEEPALIVE, QUITACK, DONE (12) and NULL-ACK (20); a multiple of 4 and at least the
+    ///    for KEEPALIVE, QUITACK, DONE (12), NULL-ACK (20) and FEEDBACK (40); a multiple of 4 and at least the
     ///    minimum for string and CONTROL packets; at least 24 for DATA/LDATA;
     /// 4. the header checksum ([`Error::BadChecksum`]);
     /// 5. the body ([`Error::BadString`], [`Error::BadControl`]).
@@ -179,6 +184,7 @@ impl<'a> Packet<'a> {
                 reason: string::parse(body)?,
             },
             PacketType::Done => Repr::Done,
+            PacketType::Feedback => Repr::Feedback(FeedbackRepr::parse(packet)?),
         };
         Ok(Packet {
             local_port: h.local_port(),
@@ -222,6 +228,7 @@ impl<'a> Packet<'a> {
                 string::emit(reason, out.get_mut(HEADER_LEN..).unwrap_or(&mut []))?
             }
             Repr::NullAck(n) => n.emit(out)?,
+            Repr::Feedback(b) => b.emit(out)?,
             Repr::Control(c) => c.emit(out.get_mut(HEADER_LEN..).unwrap_or(&mut []))?,
             Repr::Keepalive | Repr::QuitAck | Repr::Done | Repr::Data(_) | Repr::LData(_) => {}
         }
@@ -265,6 +272,17 @@ impl fmt::Display for Packet<'_> {
                 f,
                 " hack={} burst={}/{}ms",
                 n.high_ack, n.burst_size, n.burst_interval_ms
+            ),
+            Repr::Feedback(b) => write!(
+                f,
+                " echo={}/{} hold={}us arrived={}/{}B lost={} seq={}",
+                b.echo_buffer,
+                b.echo_packet,
+                b.hold_us,
+                b.arrived_packets,
+                b.arrived_bytes,
+                b.lost_packets,
+                b.seq
             ),
             Repr::Control(c) => {
                 if c.is_empty() {

@@ -19,6 +19,7 @@
 //! Calling `poll_timeout` before the returned instant is harmless; calling it
 //! late delays the protocol (it never breaks it).
 
+mod feedback;
 mod fifo;
 mod gather;
 mod receiver;
@@ -140,6 +141,9 @@ pub struct Connection {
     /// Passive end: the active end sent something other than OPEN, so it
     /// has our RESPONSE.
     peer_confirmed: bool,
+    /// The FEEDBACK extension: offered (active end, before RESPONSE), then
+    /// negotiated.
+    feedback: bool,
 }
 
 /// The wire value of "DATA packet size": the whole DATA packet (decision Z3).
@@ -200,6 +204,7 @@ impl Connection {
             .and_then(|s| u32::try_from(s).ok())
             .unwrap_or(0);
         c.client = client;
+        c.feedback = c.config.rate_feedback;
         c.pending.open = true;
         c.open_attempts = 0;
         c.open_interval = c.config.open_retry;
@@ -241,6 +246,7 @@ impl Connection {
         c.transfer_size = open.transfer_size;
         c.client = client;
         c.peer_death = Duration::from_secs(u64::from(open.death_timer_s.max(1)));
+        c.feedback = c.config.rate_feedback && open.rate_feedback;
         c.pending.response = true;
         c.start_transfer(now, open.client.to_vec());
         Ok(c)
@@ -292,6 +298,7 @@ impl Connection {
             result: None,
             quit_reason: Vec::new(),
             peer_confirmed: false,
+            feedback: false,
         }
     }
 
@@ -300,13 +307,17 @@ impl Connection {
         self.last_rx = now;
         self.timers.open = None;
         self.data = match self.role {
-            Role::DataSender => DataPart::Sender(Box::new(Sender::new(
-                self.params,
-                &self.config.params,
-                &self.config,
-            ))),
+            Role::DataSender => {
+                let mut s = Sender::new(self.params, &self.config.params, &self.config);
+                if self.feedback {
+                    s.enable_rate_control(&self.config, self.uid);
+                }
+                DataPart::Sender(Box::new(s))
+            }
             Role::DataReceiver => {
-                DataPart::Receiver(Box::new(Receiver::new(self.params, &self.config)))
+                let mut r = Receiver::new(self.params, &self.config);
+                r.feedback.enabled = self.feedback;
+                DataPart::Receiver(Box::new(r))
             }
         };
         self.events.push_back(Event::Connected {
@@ -348,6 +359,19 @@ impl Connection {
         match &self.data {
             DataPart::Sender(s) => (s.params.burst_size, s.params.burst_interval_ms),
             _ => (self.params.burst_size, self.params.burst_interval_ms),
+        }
+    }
+    /// Whether the FEEDBACK extension was negotiated (the F flag in both
+    /// OPEN and RESPONSE).
+    pub fn rate_feedback(&self) -> bool {
+        self.feedback
+    }
+    /// The data sender's rate controller, when rate control is on: the
+    /// current rate, the path estimates and why the rate is what it is.
+    pub fn rate_state(&self) -> Option<crate::rate::RateState> {
+        match &self.data {
+            DataPart::Sender(s) => s.rate_state(),
+            _ => None,
         }
     }
     pub fn stats(&self) -> Stats {
@@ -533,6 +557,10 @@ impl Connection {
                 self.on_null_ack(now, n.high_ack, n.burst_size, n.burst_interval_ms)
             }
             Repr::Control(c) => self.on_control(now, c),
+            Repr::Feedback(f) => match &mut self.data {
+                DataPart::Sender(s) if self.feedback => s.on_feedback(now, f),
+                _ => self.stats.unexpected += 1,
+            },
             Repr::Done => {
                 if self.state == State::Dallying {
                     self.close(now, Ok(()));
@@ -577,6 +605,7 @@ impl Connection {
             return;
         }
         self.params = answer;
+        self.feedback = self.feedback && r.rate_feedback;
         // "each end transmits its death-timeout value in seconds in either the
         // OPEN or the RESPONSE packet": this is the passive end's own value.
         self.peer_death = Duration::from_secs(u64::from(r.death_timer_s.max(1)));
@@ -610,6 +639,7 @@ impl Connection {
             self.stats.malformed += 1;
             return;
         }
+        r.feedback.on_arrival(now, d.buffer, d.packet, d.data.len());
         // Every packet flowing back carries the high-acknowledged sequence
         // number; process it before the data (it may acknowledge this
         // buffer's GO or RESEND).
@@ -790,7 +820,7 @@ impl Connection {
             t[5] = Some(self.last_tx + self.keepalive_interval());
         }
         t[6] = match &self.data {
-            DataPart::Receiver(r) => r.next_timer(),
+            DataPart::Receiver(r) => r.next_wakeup(),
             DataPart::Sender(s) if self.state == State::Open => {
                 s.next_data_time(self.last_tx.max(self.last_rx))
             }

@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 
 use netblt_wire::{ControlMessage, DataRepr, HEADER_LEN};
 
+use super::feedback::FeedbackOut;
 use super::fifo::ControlFifo;
 use crate::bitset::BitSet;
 use crate::config::{Config, TransferParams};
@@ -31,6 +32,8 @@ struct RecvBuffer {
     got: BitSet,
     /// Packets requested in a RESEND at least once (for the #LOSS count).
     requested: BitSet,
+    /// Highest packet number received (FEEDBACK counts the holes below it).
+    highest: Option<u32>,
     /// Packet count, known once LDATA arrived (or assumed full otherwise).
     count: Option<u32>,
     /// Byte length, known once LDATA arrived.
@@ -120,6 +123,8 @@ pub(crate) struct Receiver {
     /// Smoothed control round trip, kept current by the connection.
     pub(crate) srtt: Duration,
     max_data_timer: Duration,
+    /// FEEDBACK reports, when the extension was negotiated.
+    pub(crate) feedback: FeedbackOut,
 }
 
 /// Outcome of a DATA/LDATA packet for the connection's bookkeeping.
@@ -152,6 +157,7 @@ impl Receiver {
                 .unwrap_or(u16::MAX),
             srtt: Duration::ZERO,
             max_data_timer: (config.death_timeout / 4).max(config.min_data_timer_margin),
+            feedback: FeedbackOut::default(),
         }
     }
 
@@ -229,6 +235,7 @@ impl Receiver {
                 data,
                 got: BitSet::new(self.full as usize),
                 requested: BitSet::new(self.full as usize),
+                highest: None,
                 count: None,
                 len: None,
                 last: false,
@@ -372,6 +379,13 @@ impl Receiver {
             b.data[offset..end].copy_from_slice(d.data);
         }
         b.got.insert(p);
+        if b.highest.is_none_or(|h| p as u32 > h) {
+            // Packets skipped over are missing (or reordered): FEEDBACK
+            // reports them at once rather than at the data timer.
+            let from = b.highest.map_or(0, |h| h + 1);
+            self.feedback.on_lost(p as u32 - from);
+            b.highest = Some(p as u32);
+        }
         b.last |= d.last_buffer;
         b.backoff = 0;
         if ldata {
@@ -533,6 +547,15 @@ impl Receiver {
         self.bufs.iter().filter_map(|b| b.timer).min()
     }
 
+    /// The next data timer or FEEDBACK, whichever is first.
+    pub(crate) fn next_wakeup(&self) -> Option<Instant> {
+        let fb = self.feedback.due(self.srtt);
+        match (self.next_timer(), fb) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Expired data timers: RESEND the missing packets (RFC 998 §5.2.2: the
     /// receiver "assumes a lost LDATA packet and sends a RESEND message
     /// requesting all missing DATA packets in the buffer").
@@ -583,6 +606,12 @@ impl Receiver {
             // A tail past the highest packet may simply not be sent yet (a
             // sender slower than negotiated); it is asked for, not counted.
             for &p in &missing {
+                // FEEDBACK counted holes below the highest packet on arrival;
+                // a missing tail or a packet missing again is new loss.
+                let tail = b.highest.is_none_or(|h| u32::from(p) > h);
+                if tail || b.requested.get(usize::from(p)) {
+                    self.feedback.on_lost(1);
+                }
                 let known = b.count.is_some() || highest.is_some_and(|h| usize::from(p) < h);
                 if known && b.requested.insert(usize::from(p)) {
                     stats.data_packets_lost += 1;

@@ -9,15 +9,30 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use netblt_wire::{ControlMessageRef, DataRepr};
+use netblt_wire::{ControlMessageRef, DataRepr, FeedbackRepr};
 
 use super::gather::{Gathered, Payload};
 use crate::bitset::BitSet;
 use crate::config::{Config, TransferParams};
 use crate::pacer::Pacer;
+use crate::rate::{self, Policy, RateController, RateSample};
 use crate::seq;
 use crate::stats::Stats;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
+
+/// What the sender remembers of each DATA packet it sent, for delivery-rate
+/// samples (BBR's per-packet state: Cheng et al., "Delivery Rate
+/// Estimation", draft-cheng-iccrg-delivery-rate-estimation).
+#[derive(Debug, Clone, Copy)]
+struct SendRecord {
+    at: Instant,
+    /// Bytes reported delivered when this packet left, and when that report came.
+    delivered: u64,
+    delivered_at: Instant,
+    /// Send time of the packet that report echoed.
+    first_sent_at: Instant,
+    app_limited: bool,
+}
 
 #[derive(Debug)]
 struct SendBuffer {
@@ -30,6 +45,8 @@ struct SendBuffer {
     next_new: u32,
     /// Packets asked for again.
     resend: BitSet,
+    /// Per packet, the latest transmission (empty unless rate feedback is on).
+    sent: Vec<Option<SendRecord>>,
 }
 
 /// Why the application cannot hand over a buffer.
@@ -71,6 +88,31 @@ pub(crate) struct Sender {
     pub(crate) receiver_control_timer_ms: u16,
     pub(crate) all_acked: bool,
     bytes_given: u64,
+    /// The rate controller, when this end adapts its rate (FEEDBACK negotiated
+    /// and a policy other than `fixed`).
+    rate: Option<Box<dyn RateController>>,
+    fb: FeedbackIntake,
+}
+
+/// The sender's running totals from FEEDBACK packets.
+#[derive(Debug, Default)]
+struct FeedbackIntake {
+    last_seq: Option<u32>,
+    arrived_pkts: u32,
+    arrived_bytes: u32,
+    lost: u32,
+    /// Bytes reported delivered, extended past 2^32.
+    delivered: u64,
+    delivered_at: Instant,
+    first_sent_at: Instant,
+    lost_total: u64,
+    last_at: Option<Instant>,
+    /// Payload bytes sent (retransmissions included).
+    sent_bytes: u64,
+    /// Packets sent up to which samples are application-limited.
+    app_limited_until: u64,
+    sent_packets: u64,
+    last_rtt: Option<Duration>,
 }
 
 impl Sender {
@@ -96,7 +138,143 @@ impl Sender {
             receiver_control_timer_ms: 0,
             all_acked: false,
             bytes_given: 0,
+            rate: None,
+            fb: FeedbackIntake::default(),
         }
+    }
+
+    /// Turns on rate control with the FEEDBACK extension (negotiated at
+    /// OPEN). The negotiated burst rate is the ceiling.
+    pub(crate) fn enable_rate_control(&mut self, config: &Config, uid: u32) {
+        if config.rate.policy == Policy::Fixed {
+            return;
+        }
+        let negotiated = self.params.rate_bps();
+        let mut rc = config.rate;
+        rc.max_bps = Some(
+            rc.max_bps
+                .map_or(negotiated, |m| (m as f64).min(negotiated)) as u64,
+        );
+        self.rate = Some(rate::controller(&rc, negotiated, uid));
+        self.apply_rate();
+    }
+
+    /// The controller's state, when rate control is on.
+    pub(crate) fn rate_state(&self) -> Option<rate::RateState> {
+        self.rate.as_ref().map(|r| r.state())
+    }
+
+    /// Paces at the controller's rate: groups of `quantum` packets (16 when
+    /// not configured) spaced to give the rate. The RFC's burst fields (sent
+    /// in NULL-ACKs) carry the nearest whole-millisecond equivalent.
+    fn apply_rate(&mut self) {
+        let Some(r) = &self.rate else { return };
+        let bps = r.pacing_bps().max(1.0);
+        let psz = self.params.packet_size.max(1);
+        let q = self.quantum.unwrap_or(16).max(1);
+        let ns = f64::from(q) * f64::from(psz) * 8.0 / bps * 1e9;
+        let interval = Duration::from_nanos(ns.clamp(1.0, 60e9) as u64);
+        self.pacer.set_rate_exact(q, interval);
+        let (size, ms) = TransferParams::burst_for_rate(bps as u64, psz);
+        let old = self.params.rate_bps();
+        self.params.burst_size = size;
+        self.params.burst_interval_ms = ms;
+        // Tell the receiver (its data timers use the rate) when it moved a lot.
+        let new = self.params.rate_bps();
+        if new > old * 1.5 || new < old / 1.5 {
+            self.null_ack_pending = true;
+        }
+    }
+
+    /// Payload bytes sent and not yet reported arrived or lost.
+    fn inflight_bytes(&self) -> u64 {
+        let lost = self.fb.lost_total * u64::from(self.params.packet_size);
+        self.fb
+            .sent_bytes
+            .saturating_sub(self.fb.delivered)
+            .saturating_sub(lost)
+    }
+
+    /// When the in-flight cap holds DATA back: until the next FEEDBACK, or at
+    /// the latest this instant (FEEDBACKs can be lost; then the cap gives way).
+    fn cap_blocks_until(&self) -> Option<Instant> {
+        let cap = self.rate.as_ref()?.inflight_cap()?;
+        if self.inflight_bytes() < cap {
+            return None;
+        }
+        let last = self.fb.last_at?;
+        let guard = self
+            .fb
+            .last_rtt
+            .map_or(Duration::from_millis(200), |r| r * 2)
+            .max(Duration::from_millis(20));
+        Some(last + guard)
+    }
+
+    /// Handles a FEEDBACK packet (the receiver's delivery report).
+    pub(crate) fn on_feedback(&mut self, now: Instant, f: &FeedbackRepr) {
+        if self
+            .fb
+            .last_seq
+            .is_some_and(|s| f.seq.wrapping_sub(s) as i32 <= 0)
+        {
+            return; // old or duplicate
+        }
+        let first = self.fb.last_seq.is_none();
+        self.fb.last_seq = Some(f.seq);
+        let (d_pkts, d_bytes, d_lost) = if first {
+            (f.arrived_packets, f.arrived_bytes, f.lost_packets)
+        } else {
+            (
+                f.arrived_packets.wrapping_sub(self.fb.arrived_pkts),
+                f.arrived_bytes.wrapping_sub(self.fb.arrived_bytes),
+                f.lost_packets.wrapping_sub(self.fb.lost),
+            )
+        };
+        self.fb.arrived_pkts = f.arrived_packets;
+        self.fb.arrived_bytes = f.arrived_bytes;
+        self.fb.lost = f.lost_packets;
+        self.fb.delivered += u64::from(d_bytes);
+        self.fb.lost_total += u64::from(d_lost);
+        self.fb.last_at = Some(now);
+        let rec = self
+            .bufs
+            .binary_search_by_key(&f.echo_buffer, |b| b.number)
+            .ok()
+            .and_then(|i| self.bufs[i].sent.get(usize::from(f.echo_packet)).copied())
+            .flatten();
+        let hold = Duration::from_micros(u64::from(f.hold_us));
+        let mut sample = RateSample {
+            now,
+            rtt: None,
+            echoed_sent_at: None,
+            delivery_bps: None,
+            app_limited: false,
+            arrived: u64::from(d_pkts),
+            lost: u64::from(d_lost),
+            inflight_bytes: self.inflight_bytes(),
+            packet_bytes: u32::from(self.params.packet_size),
+        };
+        if let Some(r) = rec {
+            let rtt = now.saturating_duration_since(r.at).saturating_sub(hold);
+            sample.rtt = Some(rtt);
+            self.fb.last_rtt = Some(rtt);
+            sample.echoed_sent_at = Some(r.at);
+            sample.app_limited = r.app_limited;
+            let ack_elapsed = now.saturating_duration_since(r.delivered_at);
+            let send_elapsed = r.at.saturating_duration_since(r.first_sent_at);
+            let interval = ack_elapsed.max(send_elapsed).as_secs_f64();
+            let bytes = self.fb.delivered.saturating_sub(r.delivered);
+            if interval > 0.0 && r.delivered_at > Instant::ZERO {
+                sample.delivery_bps = Some(bytes as f64 * 8.0 / interval);
+            }
+            self.fb.first_sent_at = r.at;
+        }
+        self.fb.delivered_at = now;
+        if let Some(rc) = &mut self.rate {
+            rc.on_sample(&sample);
+        }
+        self.apply_rate();
     }
 
     pub(crate) fn high_ack_wire(&self) -> u16 {
@@ -139,6 +317,7 @@ impl Sender {
             go,
             next_new: 0,
             resend: BitSet::new(count as usize),
+            sent: Vec::new(),
         });
         Ok(())
     }
@@ -248,6 +427,11 @@ impl Sender {
     /// support. Again, it may then modify any of the parameters, but only by
     /// making them more restrictive."
     fn renegotiate(&mut self, burst_size: u16, interval_ms: u16) {
+        if self.rate.is_some() {
+            // Our controller sets the rate; the receiver's OK echoes what we
+            // told it (its own limits were applied at OPEN).
+            return;
+        }
         let size = burst_size.clamp(1, self.max_burst_size.max(1));
         let interval = interval_ms.max(self.min_interval_ms).max(1);
         if size != self.params.burst_size || interval != self.params.burst_interval_ms {
@@ -285,6 +469,18 @@ impl Sender {
         if self.pacer.next_send_time(now) > now {
             return None;
         }
+        if self.rate.is_some() {
+            if !self.has_data() {
+                // Idle: samples of the next packets understate the path.
+                let inflight_pkts =
+                    self.inflight_bytes() / u64::from(self.params.packet_size.max(1));
+                self.fb.app_limited_until = self.fb.sent_packets + inflight_pkts.max(1);
+                return None;
+            }
+            if self.cap_blocks_until().is_some_and(|t| t > now) {
+                return None;
+            }
+        }
         let psz = usize::from(self.params.packet_size);
         let checksum = self.params.checksum_data;
         let high_ack = seq::truncate(self.high_ack);
@@ -319,6 +515,8 @@ impl Sender {
             data,
         };
         let ldata = p + 1 == b.count;
+        let repr_buffer = b.number;
+        let data_len = data.len();
         let finished_new = !retransmission && ldata && b.last;
         let out = if gather {
             let total = netblt_wire::emit_data_header(buf, ldata, ports.0, ports.1, &repr).ok()?;
@@ -335,6 +533,23 @@ impl Sender {
         } else {
             Gathered::whole(netblt_wire::emit_data(buf, ldata, ports.0, ports.1, &repr).ok()?)
         };
+        if self.rate.is_some() {
+            let b = self.bufs.iter_mut().find(|b| b.number == repr_buffer)?;
+            if b.sent.is_empty() {
+                b.sent = vec![None; b.count as usize];
+            }
+            if let Some(slot) = b.sent.get_mut(p as usize) {
+                *slot = Some(SendRecord {
+                    at: now,
+                    delivered: self.fb.delivered,
+                    delivered_at: self.fb.delivered_at,
+                    first_sent_at: self.fb.first_sent_at,
+                    app_limited: self.fb.sent_packets < self.fb.app_limited_until,
+                });
+            }
+            self.fb.sent_packets += 1;
+            self.fb.sent_bytes += data_len as u64;
+        }
         self.pacer.on_send(now);
         if retransmission {
             stats.data_packets_retransmitted += 1;
@@ -351,6 +566,13 @@ impl Sender {
 
     /// When the pacer will next allow a packet, if one is waiting.
     pub(crate) fn next_data_time(&self, now: Instant) -> Option<Instant> {
-        self.has_data().then(|| self.pacer.next_send_time(now))
+        if !self.has_data() {
+            return None;
+        }
+        let paced = self.pacer.next_send_time(now);
+        Some(match self.cap_blocks_until() {
+            Some(t) => t.max(paced),
+            None => paced,
+        })
     }
 }

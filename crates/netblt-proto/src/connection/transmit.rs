@@ -74,6 +74,7 @@ impl Connection {
             death_timer_s: self.config.death_timer_secs(),
             checksum_data: self.params.checksum_data,
             mode: self.mode,
+            rate_feedback: self.feedback,
             max_outstanding: self.params.max_buffers,
             client: &self.client,
         }
@@ -134,6 +135,13 @@ impl Connection {
                         self.timers.control = Some(now + self.control_timeout());
                     }
                     return Some(Gathered::whole(e.len));
+                }
+                if open {
+                    let srtt = r.srtt;
+                    if let Some(n) = r.feedback.emit(now, srtt, buf, ports) {
+                        self.stats.feedback_sent += 1;
+                        return Some(Gathered::whole(n));
+                    }
                 }
             }
             DataPart::Sender(s) => {

@@ -20,6 +20,61 @@ pub struct Impair {
     pub reorder: f64,
 }
 
+/// A bottleneck on the A-to-B direction: a transmitter of `rate_bps` behind
+/// a drop-tail queue of `queue_bytes`; random loss (`impair_ab.loss`) then
+/// strikes after the transmitter, as on a noisy link.
+#[derive(Debug, Clone, Default)]
+pub struct Bottleneck {
+    pub rate_bps: f64,
+    pub queue_bytes: usize,
+    busy_until: Option<Instant>,
+    pub offered: u64,
+    pub dropped: u64,
+    /// Queueing delay of every packet that went through, in microseconds.
+    pub delays_us: Vec<u64>,
+}
+
+impl Bottleneck {
+    pub fn new(rate_bps: f64, queue_bytes: usize) -> Self {
+        Bottleneck {
+            rate_bps,
+            queue_bytes,
+            ..Default::default()
+        }
+    }
+
+    /// The p-quantile of the queueing delay.
+    pub fn delay_quantile(&self, q: f64) -> Duration {
+        self.delay_quantile_from(0, q)
+    }
+
+    /// The p-quantile of the queueing delay of packets from the `skip`th on.
+    pub fn delay_quantile_from(&self, skip: usize, q: f64) -> Duration {
+        let mut v = self.delays_us.get(skip..).unwrap_or(&[]).to_vec();
+        v.sort_unstable();
+        let i = ((v.len() as f64 - 1.0) * q).round() as usize;
+        Duration::from_micros(v.get(i).copied().unwrap_or(0))
+    }
+
+    /// When a packet of `len` bytes offered at `now` leaves the
+    /// transmitter, or `None` if the queue is full.
+    fn offer(&mut self, now: Instant, len: usize) -> Option<Instant> {
+        self.offered += 1;
+        let start = self.busy_until.map_or(now, |b| b.max(now));
+        let backlog = start.saturating_duration_since(now).as_secs_f64() * self.rate_bps / 8.0;
+        if backlog + len as f64 > self.queue_bytes as f64 {
+            self.dropped += 1;
+            return None;
+        }
+        let tx = Duration::from_nanos((len as f64 * 8.0 / self.rate_bps * 1e9) as u64);
+        let depart = start + tx;
+        self.busy_until = Some(depart);
+        self.delays_us
+            .push(start.saturating_duration_since(now).as_micros() as u64);
+        Some(depart)
+    }
+}
+
 /// (arrival, tie-breaking sequence, to B?, bytes)
 type InFlight = (Instant, u64, bool, Vec<u8>);
 
@@ -48,6 +103,10 @@ pub struct Pair {
     pub gather: bool,
     /// DATA datagrams that came out as a header plus a payload.
     pub gathered: u64,
+    /// A rate-limited, queueing A-to-B direction (none: fixed latency only).
+    pub bottleneck: Option<Bottleneck>,
+    /// When the transfer's last byte reached B's application.
+    pub finished_at: Option<Instant>,
 }
 
 /// The next datagram from `c`, by `poll_transmit` or by gathering.
@@ -133,6 +192,8 @@ impl Pair {
             recycle: false,
             gather: false,
             gathered: 0,
+            bottleneck: None,
+            finished_at: None,
         }
     }
 
@@ -145,6 +206,18 @@ impl Pair {
 
     fn send(&mut self, to_b: bool, mut bytes: Vec<u8>) {
         let imp = if to_b { self.impair_ab } else { self.impair_ba };
+        if let (true, Some(b)) = (to_b, self.bottleneck.as_mut()) {
+            let Some(depart) = b.offer(self.now, bytes.len() + 28) else {
+                return;
+            };
+            if self.rng.random_bool(imp.loss) {
+                return;
+            }
+            self.seq += 1;
+            self.wire
+                .push(Reverse((depart + self.latency, self.seq, to_b, bytes)));
+            return;
+        }
         if self.rng.random_bool(imp.loss) {
             return;
         }
@@ -300,6 +373,9 @@ impl Pair {
         let log = format!("{:?}", short(&e));
         if let Event::BufferReceived { data, .. } = e {
             self.received.extend_from_slice(&data);
+            if self.received.len() == self.sent_data.len() {
+                self.finished_at.get_or_insert(self.now);
+            }
             if self.recycle {
                 let receiver = if at_a {
                     Some(&mut self.a)

@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 use netblt_wire::{
-    ControlMessage, ControlRepr, DataRepr, Mode, NullAckRepr, OpenRepr, Packet, PacketType, Repr,
+    ControlMessage, ControlRepr, DataRepr, FeedbackRepr, Mode, NullAckRepr, OpenRepr, Packet,
+    PacketType, Repr,
 };
 use proptest::prelude::*;
 
@@ -58,6 +59,7 @@ pub(crate) enum Spec {
     Control(Vec<ControlMessage>),
     Refused(Vec<u8>),
     Done,
+    Feedback(FeedbackRepr),
 }
 
 /// Owned storage that a [`Packet`] can borrow from.
@@ -96,6 +98,7 @@ impl Built {
             Spec::Control(_) => Repr::Control(ControlRepr::from_message_area(&self.area).unwrap()),
             Spec::Refused(s) => Repr::Refused { reason: s },
             Spec::Done => Repr::Done,
+            Spec::Feedback(b) => Repr::Feedback(*b),
         };
         Packet {
             local_port: self.lp,
@@ -125,6 +128,7 @@ fn open<'a>(f: &OpenFields, client: &'a [u8]) -> OpenRepr<'a> {
         death_timer_s: f.death_timer_s,
         checksum_data: f.checksum_data,
         mode: if f.write { Mode::Write } else { Mode::Read },
+        rate_feedback: f.transfer_size % 2 == 1,
         max_outstanding: f.max_outstanding,
         client,
     }
@@ -254,6 +258,21 @@ pub(crate) fn spec() -> impl Strategy<Value = Spec> {
         prop::collection::vec(control_message(), 0..12).prop_map(Spec::Control),
         nul_free(64).prop_map(Spec::Refused),
         Just(Spec::Done),
+        (
+            (any::<u32>(), any::<u16>(), any::<u32>()),
+            (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>())
+        )
+            .prop_map(|((eb, ep, hold), (ap, ab, lost, seq))| Spec::Feedback(
+                FeedbackRepr {
+                    echo_buffer: eb,
+                    echo_packet: ep,
+                    hold_us: hold,
+                    arrived_packets: ap,
+                    arrived_bytes: ab,
+                    lost_packets: lost,
+                    seq,
+                }
+            )),
     ]
 }
 
@@ -345,6 +364,20 @@ pub(crate) fn samples() -> Vec<(PacketType, Built)> {
             Spec::Refused(b"busy".to_vec()),
         ),
         (PacketType::Done, 2000, 1000, Spec::Done),
+        (
+            PacketType::Feedback,
+            2000,
+            1000,
+            Spec::Feedback(FeedbackRepr {
+                echo_buffer: 3,
+                echo_packet: 7,
+                hold_us: 500,
+                arrived_packets: 4096,
+                arrived_bytes: 5_734_400,
+                lost_packets: 9,
+                seq: 42,
+            }),
+        ),
     ];
     specs
         .into_iter()

@@ -1,0 +1,98 @@
+//! The data receiver's FEEDBACK reports (the rate-feedback extension,
+//! `netblt_wire::FeedbackRepr`): what arrived, what was found missing, and
+//! the newest packet with how long it was held, so the data sender can time
+//! a round trip and a delivery rate without any change to DATA packets.
+
+use netblt_wire::{FeedbackRepr, Packet, Repr};
+
+use crate::time::{Duration, Instant};
+
+/// Shortest spacing of FEEDBACKs: bounds their cost at high packet rates
+/// (4,000 per second at most).
+const MIN_INTERVAL: Duration = Duration::from_micros(250);
+/// Longest spacing while data arrives: keeps long paths' controllers fed.
+const MAX_INTERVAL: Duration = Duration::from_millis(10);
+
+#[derive(Debug, Default)]
+pub(crate) struct FeedbackOut {
+    pub(crate) enabled: bool,
+    arrived_pkts: u32,
+    arrived_bytes: u32,
+    pub(crate) lost: u32,
+    seq: u32,
+    /// Newest DATA/LDATA packet: (buffer, packet, arrival).
+    newest: Option<(u32, u16, Instant)>,
+    /// Arrivals since the last FEEDBACK.
+    pending: u32,
+    last_sent: Option<Instant>,
+}
+
+impl FeedbackOut {
+    /// Counts one DATA/LDATA packet that parsed (duplicates too: they used
+    /// the path as much as new data).
+    pub(crate) fn on_arrival(&mut self, now: Instant, buffer: u32, packet: u16, bytes: usize) {
+        if !self.enabled {
+            return;
+        }
+        self.arrived_pkts = self.arrived_pkts.wrapping_add(1);
+        self.arrived_bytes = self.arrived_bytes.wrapping_add(bytes as u32);
+        self.newest = Some((buffer, packet, now));
+        self.pending = self.pending.saturating_add(1);
+    }
+
+    /// Packets found missing.
+    pub(crate) fn on_lost(&mut self, n: u32) {
+        self.lost = self.lost.wrapping_add(n);
+    }
+
+    /// Eight reports per round trip, within [`MIN_INTERVAL`, `MAX_INTERVAL`].
+    fn interval(srtt: Duration) -> Duration {
+        (srtt / 8).clamp(MIN_INTERVAL, MAX_INTERVAL)
+    }
+
+    /// When the next FEEDBACK is due, if anything arrived since the last.
+    pub(crate) fn due(&self, srtt: Duration) -> Option<Instant> {
+        if !self.enabled || self.pending == 0 {
+            return None;
+        }
+        let (_, _, arrived) = self.newest?;
+        Some(match self.last_sent {
+            Some(t) => (t + Self::interval(srtt)).max(arrived),
+            None => arrived,
+        })
+    }
+
+    /// Writes a FEEDBACK if one is due at `now`.
+    pub(crate) fn emit(
+        &mut self,
+        now: Instant,
+        srtt: Duration,
+        buf: &mut [u8],
+        ports: (u16, u16),
+    ) -> Option<usize> {
+        if self.due(srtt)? > now {
+            return None;
+        }
+        let (buffer, packet, arrived) = self.newest?;
+        let hold = now.saturating_duration_since(arrived).as_micros();
+        let repr = FeedbackRepr {
+            echo_buffer: buffer,
+            echo_packet: packet,
+            hold_us: u32::try_from(hold).unwrap_or(u32::MAX),
+            arrived_packets: self.arrived_pkts,
+            arrived_bytes: self.arrived_bytes,
+            lost_packets: self.lost,
+            seq: self.seq,
+        };
+        let p = Packet {
+            local_port: ports.0,
+            foreign_port: ports.1,
+            repr: Repr::Feedback(repr),
+        };
+        let n = p.emit(buf).ok()?;
+        self.seq = self.seq.wrapping_add(1);
+        self.pending = 0;
+        self.last_sent = Some(now);
+        Some(n)
+    }
+}

@@ -1,0 +1,419 @@
+//! The adaptive controller of the `fair` and `background` policies.
+//!
+//! It follows BBR's model (Cardwell et al., "BBR: Congestion-Based
+//! Congestion Control", ACM Queue 2016): the path is a bottleneck rate and a
+//! base round trip; pacing at the rate with about one rate x round trip in
+//! flight fills the pipe without building a queue. The rate is the largest
+//! delivery rate seen over the last ten rounds; the base round trip is the
+//! smallest seen in ten seconds. Phases: STARTUP doubles the rate each round
+//! until the delivery rate stops growing, DRAIN empties the queue that built,
+//! then CRUISE holds the rate and PROBE-UP / PROBE-DOWN test for more every
+//! few rounds (BBR's gain cycle, with probes spaced by a per-connection
+//! pseudo-random count so that flows do not probe in step).
+//!
+//! Where it departs from BBR (decision R1 in docs/decisions.md):
+//!
+//! * **Noise against congestion.** Every round it compares the loss rate with
+//!   the queue: loss while the round's smallest round trip stays near the
+//!   base is *noise* (a lossy link, nothing queued): it is learned as the
+//!   noise floor and the pacing rate is raised by 1/(1 - noise) so that the
+//!   packets that do arrive still fill the link. Loss above the noise floor
+//!   while a queue stands is *congestion*: the rate estimate is cut to 90 %
+//!   of what was delivered (BBRv2's reaction to loss, kept only for loss the
+//!   queue explains).
+//! * **Gentle probing.** PROBE-UP paces at 1.25x for two rounds and goes on
+//!   while the delivery rate keeps growing (so a freed path is found in a
+//!   few rounds); CRUISE drains a standing queue it finds, unless draining
+//!   did not shrink it (the queue is someone else's: a loss-based TCP fills
+//!   any queue, and yielding to it would starve us).
+//! * **Background** (LEDBAT, RFC 6817, in spirit): any standing queue above
+//!   the target makes the flow back off by 30 % per round, down to the
+//!   minimum rate.
+
+use super::filter::MaxFilter;
+use super::{RateConfig, RateController, RateReason, RateSample, RateState};
+use crate::time::{Duration, Instant};
+
+/// Rounds the bottleneck-rate filter remembers (BBR: 10).
+const BW_WINDOW_ROUNDS: u64 = 10;
+/// How long a base round-trip sample stays valid (BBR: 10 s).
+const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
+/// STARTUP's gain: 2/ln 2 doubles the delivery rate every round (BBR).
+const STARTUP_GAIN: f64 = 2.885;
+const DRAIN_GAIN: f64 = 1.0 / STARTUP_GAIN;
+const PROBE_UP_GAIN: f64 = 1.25;
+const PROBE_DOWN_GAIN: f64 = 0.75;
+/// Bytes in flight allowed, in base round trips of the estimated rate.
+const CWND_GAIN: f64 = 2.0;
+/// Congestion cut: what is kept of the delivered rate.
+const CONGESTION_BETA: f64 = 0.9;
+/// Background policy: what is kept per round with a standing queue.
+const YIELD_BETA: f64 = 0.7;
+/// Rounds with fewer packets than this say nothing about loss.
+const MIN_ROUND_PACKETS: u64 = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Startup,
+    Drain,
+    Cruise,
+    ProbeUp,
+    ProbeDown,
+}
+
+/// The `fair` / `background` controller.
+#[derive(Debug, Clone)]
+pub struct Model {
+    background: bool,
+    max_bps: f64,
+    min_bps: f64,
+    phase: Phase,
+    reason: RateReason,
+    bw: MaxFilter,
+    /// Bottleneck estimate before any sample.
+    initial_bps: f64,
+    min_rtt: Option<Duration>,
+    min_rtt_at: Instant,
+    last_rtt: Option<Duration>,
+    round: u64,
+    round_start: Instant,
+    // This round's measurements.
+    r_arrived: u64,
+    r_lost: u64,
+    r_min_rtt: Option<Duration>,
+    r_max_delivery: f64,
+    // STARTUP's plateau detector.
+    full_bw: f64,
+    full_bw_rounds: u32,
+    /// Loss rate learned as noise (0..0.5).
+    noise: f64,
+    cruise_left: u32,
+    /// CRUISE lasts at least until this instant as well.
+    cruise_until: Instant,
+    now: Instant,
+    probe_rounds: u32,
+    probe_base: f64,
+    /// Queue seen when PROBE-DOWN began.
+    queue_before_drain: Option<Duration>,
+    /// Rounds during which a standing queue is known not to be ours.
+    foreign_rounds: u32,
+    inflight: u64,
+    packet_bytes: u32,
+    congestion_events: u64,
+    rng: u32,
+}
+
+impl Model {
+    /// A controller starting at `config.initial_bps` (at most the negotiated
+    /// rate `fixed_bps` when no maximum is given).
+    pub fn new(config: &RateConfig, fixed_bps: f64, background: bool, seed: u32) -> Self {
+        let max_bps = config.max_bps.map_or(f64::INFINITY, |m| m as f64);
+        let min_bps = (config.min_bps as f64).min(max_bps);
+        let _ = fixed_bps;
+        let initial = (config.initial_bps as f64).clamp(min_bps.max(1.0), max_bps);
+        Model {
+            background,
+            max_bps,
+            min_bps,
+            phase: Phase::Startup,
+            reason: RateReason::Startup,
+            bw: MaxFilter::new(BW_WINDOW_ROUNDS),
+            initial_bps: initial,
+            min_rtt: None,
+            min_rtt_at: Instant::ZERO,
+            last_rtt: None,
+            round: 0,
+            round_start: Instant::ZERO,
+            r_arrived: 0,
+            r_lost: 0,
+            r_min_rtt: None,
+            r_max_delivery: 0.0,
+            full_bw: 0.0,
+            full_bw_rounds: 0,
+            noise: 0.0,
+            cruise_left: 4,
+            cruise_until: Instant::ZERO,
+            now: Instant::ZERO,
+            probe_rounds: 0,
+            probe_base: 0.0,
+            queue_before_drain: None,
+            foreign_rounds: 0,
+            inflight: 0,
+            packet_bytes: 1400,
+            congestion_events: 0,
+            rng: seed | 1,
+        }
+    }
+
+    fn next_random(&mut self) -> u32 {
+        // xorshift32: a deterministic spread of probe times per connection.
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.rng = x;
+        x
+    }
+
+    fn bottleneck(&self) -> f64 {
+        self.bw.get().unwrap_or(self.initial_bps)
+    }
+
+    /// Bytes of one bottleneck-rate x base-round-trip.
+    fn bdp_bytes(&self) -> Option<f64> {
+        let rtt = self.min_rtt?;
+        Some(self.bottleneck() / 8.0 * rtt.as_secs_f64())
+    }
+
+    /// The queueing delay above which a queue is "standing": a twentieth of
+    /// the base round trip, at least 2 ms (timer and scheduling noise of real
+    /// hosts is of the order of a millisecond).
+    fn queue_threshold(&self) -> Duration {
+        let base = self.min_rtt.unwrap_or(Duration::ZERO);
+        (base / 20).max(Duration::from_millis(2))
+    }
+
+    /// The standing queue of the round just measured, if any.
+    fn round_queue(&self) -> Option<Duration> {
+        let (r, base) = (self.r_min_rtt?, self.min_rtt?);
+        Some(r.saturating_sub(base))
+    }
+
+    fn gain(&self) -> f64 {
+        match self.phase {
+            Phase::Startup => STARTUP_GAIN,
+            Phase::Drain => DRAIN_GAIN,
+            Phase::Cruise => 1.0,
+            // One round up, one round at 1.0 while the answer comes back.
+            Phase::ProbeUp if self.probe_rounds % 2 == 0 => PROBE_UP_GAIN,
+            Phase::ProbeUp => 1.0,
+            Phase::ProbeDown => PROBE_DOWN_GAIN,
+        }
+    }
+
+    fn enter_cruise(&mut self) {
+        self.phase = Phase::Cruise;
+        // Probe again after 4 to 8 rounds and 0.5 to 1 s, whichever is
+        // later (BBR probes every 8 rounds, BBRv2 every 2 to 3 s: a probe
+        // queues a quarter of a round trip for two rounds, so probing less
+        // often keeps the queue short; a second is still quick enough to
+        // find freed capacity). Random so flows do not probe in step.
+        let r = self.next_random();
+        self.cruise_left = 4 + r % 5;
+        self.cruise_until = self.now + Duration::from_millis(500 + u64::from(r >> 8) % 500);
+        if !matches!(self.reason, RateReason::Congestion | RateReason::Noise) {
+            self.reason = RateReason::Steady;
+        }
+    }
+
+    fn end_round(&mut self, now: Instant) {
+        self.round += 1;
+        self.round_start = now;
+        self.bw.expire(self.round);
+        let total = self.r_arrived + self.r_lost;
+        let loss = (total >= MIN_ROUND_PACKETS).then(|| self.r_lost as f64 / total as f64);
+        let queue = self.round_queue();
+        let standing = queue.is_some_and(|q| q > self.queue_threshold());
+        self.foreign_rounds = self.foreign_rounds.saturating_sub(1);
+
+        // Noise or congestion?
+        let mut congested = false;
+        if let Some(loss) = loss {
+            let excess = loss > (self.noise * 2.0).max(self.noise + 0.01);
+            if excess && standing {
+                congested = true;
+            } else if !standing {
+                // No queue: whatever was lost was lost to noise. An EWMA over
+                // rounds, capped at half (beyond, nothing here is reliable).
+                self.noise = (0.875 * self.noise + 0.125 * loss).min(0.5);
+                if loss > 0.0 && self.phase != Phase::Startup {
+                    self.reason = RateReason::Noise;
+                }
+            }
+        }
+
+        if congested {
+            self.congestion_events += 1;
+            let delivered = self.r_max_delivery / (1.0 - self.noise);
+            let cut = (delivered * CONGESTION_BETA).min(self.bottleneck() * CONGESTION_BETA);
+            if cut > 0.0 {
+                self.bw.reset(self.round, cut);
+            }
+            self.reason = RateReason::Congestion;
+            if self.phase == Phase::Startup {
+                self.phase = Phase::Drain;
+            } else {
+                self.enter_cruise();
+            }
+        } else if self.background && standing && self.phase != Phase::Startup {
+            // LEDBAT: a queue means other traffic; get out of its way.
+            let cut = (self.bottleneck() * YIELD_BETA).max(self.min_bps.max(1.0));
+            self.bw.reset(self.round, cut);
+            self.reason = RateReason::Yielding;
+            self.enter_cruise();
+        } else {
+            self.advance_phase(standing, queue);
+        }
+        self.r_arrived = 0;
+        self.r_lost = 0;
+        self.r_min_rtt = None;
+        self.r_max_delivery = 0.0;
+    }
+
+    fn advance_phase(&mut self, standing: bool, queue: Option<Duration>) {
+        match self.phase {
+            Phase::Startup if standing => {
+                // The queue grew for a whole round: the rate passed the
+                // bottleneck's (BBRv3 also leaves STARTUP on queue or loss
+                // signals, not only on a delivery-rate plateau).
+                self.phase = Phase::Drain;
+                self.reason = RateReason::Draining;
+            }
+            Phase::Startup => {
+                let bw = self.bottleneck();
+                if bw >= self.full_bw * 1.25 {
+                    self.full_bw = bw;
+                    self.full_bw_rounds = 0;
+                } else {
+                    self.full_bw_rounds += 1;
+                }
+                if self.full_bw_rounds >= 3 || self.bottleneck() >= self.max_bps {
+                    self.phase = Phase::Drain;
+                    self.reason = RateReason::Draining;
+                }
+            }
+            Phase::Drain => {
+                if !standing {
+                    self.enter_cruise();
+                }
+            }
+            Phase::Cruise => {
+                if standing && self.foreign_rounds == 0 {
+                    self.phase = Phase::ProbeDown;
+                    self.probe_rounds = 0;
+                    self.queue_before_drain = queue;
+                    self.reason = RateReason::Draining;
+                } else if self.cruise_left <= 1 && self.now >= self.cruise_until {
+                    self.phase = Phase::ProbeUp;
+                    self.probe_rounds = 0;
+                    self.probe_base = self.bottleneck();
+                    self.reason = RateReason::Probing;
+                } else {
+                    self.cruise_left = self.cruise_left.saturating_sub(1);
+                }
+            }
+            Phase::ProbeUp => {
+                self.probe_rounds += 1;
+                // The delivery rate answers a pacing change one round later.
+                if self.probe_rounds % 2 == 0 {
+                    if self.bottleneck() >= self.probe_base * 1.1 && !standing {
+                        // More was there: keep climbing (a freed path).
+                        self.probe_base = self.bottleneck();
+                    } else {
+                        self.phase = Phase::ProbeDown;
+                        self.probe_rounds = 0;
+                        self.queue_before_drain = queue;
+                    }
+                }
+            }
+            Phase::ProbeDown => {
+                self.probe_rounds += 1;
+                // The queue answers a pacing change one round later: judge
+                // after two rounds. Gone: cruise. Shrinking: drain on (up to
+                // eight rounds). Not shrinking: it is not ours (a loss-based
+                // TCP keeps any queue full); stop draining for a while.
+                if !standing {
+                    self.queue_before_drain = None;
+                    self.enter_cruise();
+                } else if self.probe_rounds >= 2 {
+                    let shrank = match (self.queue_before_drain, queue) {
+                        (Some(before), Some(after)) => after * 10 < before * 9,
+                        _ => false,
+                    };
+                    if !shrank || self.probe_rounds >= 8 {
+                        if !shrank {
+                            self.foreign_rounds = 16;
+                        }
+                        self.queue_before_drain = None;
+                        self.enter_cruise();
+                    } else {
+                        self.queue_before_drain = queue;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl RateController for Model {
+    fn on_sample(&mut self, s: &RateSample) {
+        self.now = s.now;
+        self.inflight = s.inflight_bytes;
+        self.packet_bytes = s.packet_bytes.max(1);
+        if let Some(rtt) = s.rtt {
+            self.last_rtt = Some(rtt);
+            let stale = s.now.saturating_duration_since(self.min_rtt_at) > MIN_RTT_WINDOW;
+            if self.min_rtt.is_none_or(|m| rtt <= m) || stale {
+                self.min_rtt = Some(rtt);
+                self.min_rtt_at = s.now;
+            }
+            self.r_min_rtt = Some(self.r_min_rtt.map_or(rtt, |m| m.min(rtt)));
+        }
+        self.r_arrived += s.arrived;
+        self.r_lost += s.lost;
+        if let Some(d) = s.delivery_bps.filter(|d| d.is_finite() && *d > 0.0) {
+            self.r_max_delivery = self.r_max_delivery.max(d);
+            // Packets lost to noise used the bottleneck too: count them, so
+            // that the rate fills the link rather than the link less its loss.
+            let adj = d / (1.0 - self.noise);
+            if !s.app_limited || self.bw.get().is_none_or(|b| adj > b) {
+                self.bw.update(self.round, adj);
+            }
+        }
+        if self.phase == Phase::Drain {
+            if let Some(bdp) = self.bdp_bytes() {
+                if (self.inflight as f64) <= bdp {
+                    self.enter_cruise();
+                }
+            }
+        }
+        if s.echoed_sent_at.is_some_and(|t| t >= self.round_start) {
+            self.end_round(s.now);
+        }
+    }
+
+    fn pacing_bps(&self) -> f64 {
+        // The estimate already counts packets lost to noise (see on_sample).
+        let r = self.gain() * self.bottleneck();
+        r.clamp(self.min_bps.max(1.0), self.max_bps)
+    }
+
+    fn inflight_cap(&self) -> Option<u64> {
+        let bdp = self.bdp_bytes()?;
+        let gain = CWND_GAIN;
+        // Lost packets stay "in flight" until a FEEDBACK reports them, so
+        // leave room for them; and never fewer than four packets.
+        let cap = gain * bdp / (1.0 - self.noise) + 4.0 * f64::from(self.packet_bytes);
+        Some(cap as u64)
+    }
+
+    fn state(&self) -> RateState {
+        let rate = self.pacing_bps();
+        let reason = if rate >= self.max_bps {
+            RateReason::Cap
+        } else if rate <= self.min_bps && self.min_bps > 0.0 {
+            RateReason::Floor
+        } else {
+            self.reason
+        };
+        RateState {
+            rate_bps: rate,
+            bottleneck_bps: self.bw.get(),
+            min_rtt: self.min_rtt,
+            last_rtt: self.last_rtt,
+            noise_loss: self.noise,
+            reason,
+            congestion_events: self.congestion_events,
+        }
+    }
+}

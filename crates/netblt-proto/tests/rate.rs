@@ -1,0 +1,135 @@
+//! Rate control over a bottleneck, with explicit time: the adaptive
+//! controller finds the path's rate, keeps it on a noisy link, keeps the
+//! queue short, and the FEEDBACK extension falls back to RFC 998 when a peer
+//! does not offer it. Bounds are loose; exact figures belong to the
+//! benchmarks (bench/wan.sh) and the simulator's dumbbell.
+
+mod pair;
+
+use netblt_proto::{Config, Duration, Policy, RateConfig, TransferParams};
+use pair::{pattern, Bottleneck, Pair};
+
+const MBIT: f64 = 1e6;
+
+fn adaptive(policy: Policy) -> Config {
+    Config {
+        params: TransferParams {
+            packet_size: 1400,
+            buffer_size: 256 * 1400,
+            // The ceiling: 1 Gb/s offered.
+            burst_size: 89,
+            burst_interval_ms: 1,
+            max_buffers: 32,
+            checksum_data: false,
+        },
+        rate_feedback: true,
+        rate: RateConfig {
+            policy,
+            ..RateConfig::default()
+        },
+        ..Config::default()
+    }
+}
+
+struct Run {
+    goodput_bps: f64,
+    drops: u64,
+    offered: u64,
+    p95_queue: Duration,
+    /// After the first quarter of the packets (start-up left out).
+    p95_queue_steady: Duration,
+    retransmitted: u64,
+    pair: Pair,
+}
+
+/// Sends `size` bytes over `rate` bits/s, `rtt` round trip, `queue` bytes
+/// of drop-tail queue and `loss` random loss after the bottleneck.
+fn run(
+    policy: Policy,
+    size: usize,
+    rate: f64,
+    rtt_ms: u64,
+    queue: usize,
+    loss: f64,
+    seed: u64,
+) -> Run {
+    let cfg = adaptive(policy);
+    let mut p = Pair::write(cfg.clone(), cfg, pattern(size, seed), seed);
+    p.latency = Duration::from_millis(rtt_ms / 2);
+    p.bottleneck = Some(Bottleneck::new(rate, queue));
+    p.impair_ab.loss = loss;
+    p.recycle = true;
+    assert!(p.drive(20_000_000), "transfer did not finish");
+    assert_eq!(p.received, p.sent_data, "bytes differ");
+    let start = p.a.stats().first_data_at.unwrap();
+    let end = p.finished_at.unwrap();
+    let secs = end.saturating_duration_since(start).as_secs_f64();
+    let b = p.bottleneck.as_ref().unwrap();
+    Run {
+        goodput_bps: size as f64 * 8.0 / secs,
+        drops: b.dropped,
+        offered: b.offered,
+        p95_queue: b.delay_quantile(0.95),
+        p95_queue_steady: b.delay_quantile_from(b.delays_us.len() / 4, 0.95),
+        retransmitted: p.a.stats().data_packets_retransmitted,
+        pair: p,
+    }
+}
+
+#[test]
+fn finds_the_path_rate_alone() {
+    // 100 Mb/s, 40 ms, one BDP of queue; 25 MB (about 2 s).
+    let r = run(Policy::Fair, 25_000_000, 100.0 * MBIT, 40, 500_000, 0.0, 1);
+    let st = r.pair.a.rate_state().expect("rate control on");
+    println!(
+        "goodput {:.1} Mb/s, drops {}/{}, p95 queue {:?} (steady {:?}), rxm {}, state {:?}",
+        r.goodput_bps / MBIT,
+        r.drops,
+        r.offered,
+        r.p95_queue,
+        r.p95_queue_steady,
+        r.retransmitted,
+        st
+    );
+    // Payload share of the wire: 1400 of 1452 bytes.
+    assert!(r.goodput_bps > 0.80 * 100.0 * MBIT * 1400.0 / 1452.0);
+    assert!(
+        r.drops * 20 < r.offered,
+        "{} of {} dropped",
+        r.drops,
+        r.offered
+    );
+    let bw = st.bottleneck_bps.unwrap();
+    assert!(bw > 80.0 * MBIT && bw < 130.0 * MBIT, "estimate {bw}");
+}
+
+#[test]
+fn keeps_the_rate_on_a_noisy_link() {
+    // 5 % random loss after the bottleneck, no congestion: the rate stays.
+    let r = run(Policy::Fair, 8_000_000, 50.0 * MBIT, 20, 250_000, 0.05, 2);
+    let st = r.pair.a.rate_state().unwrap();
+    println!(
+        "goodput {:.1} Mb/s, drops {}, p95 queue {:?}, state {:?}",
+        r.goodput_bps / MBIT,
+        r.drops,
+        r.p95_queue,
+        st
+    );
+    assert!(r.goodput_bps > 0.70 * 50.0 * MBIT * 0.95 * 1400.0 / 1452.0);
+    assert!(st.noise_loss > 0.02, "noise {}", st.noise_loss);
+}
+
+#[test]
+fn fixed_policy_and_plain_peers_keep_rfc998_rates() {
+    // A peer that does not offer FEEDBACK: no FEEDBACK is sent, the sender
+    // keeps the negotiated rate.
+    let a = adaptive(Policy::Fair);
+    let mut b = adaptive(Policy::Fair);
+    b.rate_feedback = false;
+    let mut p = Pair::write(a, b, pattern(200_000, 3), 3);
+    assert!(p.drive(1_000_000));
+    assert_eq!(p.received, p.sent_data);
+    assert!(!p.a.rate_feedback());
+    assert!(p.a.rate_state().is_none());
+    assert_eq!(p.b.as_ref().unwrap().stats().feedback_sent, 0);
+}
