@@ -48,6 +48,14 @@ pub struct Pair {
     pub gather: bool,
     /// DATA datagrams that came out as a header plus a payload.
     pub gathered: u64,
+    /// Path MTU as a UDP payload limit: a longer datagram is cut into IP
+    /// fragments, each lost on its own, and arrives only if all of them do
+    /// (a real driver hands the engine 64 KB buffers and the kernel
+    /// fragments). `None`: no fragmentation.
+    pub mtu: Option<usize>,
+    /// Datagrams longer than `mtu` (fragmented), and the largest one sent.
+    pub fragmented: u64,
+    pub largest: usize,
 }
 
 /// The next datagram from `c`, by `poll_transmit` or by gathering.
@@ -133,6 +141,9 @@ impl Pair {
             recycle: false,
             gather: false,
             gathered: 0,
+            mtu: None,
+            fragmented: 0,
+            largest: 0,
         }
     }
 
@@ -145,8 +156,18 @@ impl Pair {
 
     fn send(&mut self, to_b: bool, mut bytes: Vec<u8>) {
         let imp = if to_b { self.impair_ab } else { self.impair_ba };
-        if self.rng.random_bool(imp.loss) {
-            return;
+        self.largest = self.largest.max(bytes.len());
+        let fragments = match self.mtu {
+            Some(mtu) if bytes.len() > mtu => {
+                self.fragmented += 1;
+                bytes.len().div_ceil(mtu)
+            }
+            _ => 1,
+        };
+        for _ in 0..fragments {
+            if self.rng.random_bool(imp.loss) {
+                return;
+            }
         }
         if self.rng.random_bool(imp.corrupt) && !bytes.is_empty() {
             let bit = self.rng.random_range(0..bytes.len() * 8);
