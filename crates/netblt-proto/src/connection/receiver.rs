@@ -109,7 +109,9 @@ pub(crate) struct Receiver {
     gap: GapEstimator,
     recycled: Vec<Vec<u8>>,
     min_margin: Duration,
-    max_datagram: usize,
+    /// Largest datagram we send ([`Config::max_datagram`]): RESEND lists and
+    /// control packets are cut to fit it.
+    pub(crate) max_datagram: usize,
     receive_queue: usize,
     confirm_last: bool,
     /// The last buffer is complete and waits for the application's verdict.

@@ -123,7 +123,16 @@ impl Connection {
                 if open {
                     r.issue_gos(&mut self.stats);
                 }
-                if let Some(e) = r.fifo.emit(now, buf, ports.0, ports.1) {
+                // The driver may offer a much larger slot (64 KB for a GSO
+                // train); the control packet must still fit one datagram of
+                // the path. RFC 998 §5.2.1: "Other implementations can
+                // provide for multiple control packets if a single control
+                // packet may not be sufficient". A larger one is cut into IP
+                // fragments, and on a lossy path the incomplete ones filled
+                // the peer's reassembly memory until the kernel refused every
+                // fragment and a live receiver was declared dead (issue 9).
+                let cap = r.max_datagram.min(buf.len());
+                if let Some(e) = r.fifo.emit(now, &mut buf[..cap], ports.0, ports.1) {
                     self.stats.control_packets_sent += 1;
                     tracing::trace!(%now, len = e.len, retransmission = e.retransmission, complete = e.complete, "CONTROL sent");
                     if e.retransmission {

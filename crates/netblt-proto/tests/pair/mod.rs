@@ -107,6 +107,14 @@ pub struct Pair {
     pub bottleneck: Option<Bottleneck>,
     /// When the transfer's last byte reached B's application.
     pub finished_at: Option<Instant>,
+    /// Path MTU as a UDP payload limit: a longer datagram is cut into IP
+    /// fragments, each lost on its own, and arrives only if all of them do
+    /// (a real driver hands the engine 64 KB buffers and the kernel
+    /// fragments). `None`: no fragmentation.
+    pub mtu: Option<usize>,
+    /// Datagrams longer than `mtu` (fragmented), and the largest one sent.
+    pub fragmented: u64,
+    pub largest: usize,
 }
 
 /// The next datagram from `c`, by `poll_transmit` or by gathering.
@@ -194,6 +202,9 @@ impl Pair {
             gathered: 0,
             bottleneck: None,
             finished_at: None,
+            mtu: None,
+            fragmented: 0,
+            largest: 0,
         }
     }
 
@@ -206,6 +217,7 @@ impl Pair {
 
     fn send(&mut self, to_b: bool, mut bytes: Vec<u8>) {
         let imp = if to_b { self.impair_ab } else { self.impair_ba };
+        self.largest = self.largest.max(bytes.len());
         if let (true, Some(b)) = (to_b, self.bottleneck.as_mut()) {
             let Some(depart) = b.offer(self.now, bytes.len() + 28) else {
                 return;
@@ -218,8 +230,17 @@ impl Pair {
                 .push(Reverse((depart + self.latency, self.seq, to_b, bytes)));
             return;
         }
-        if self.rng.random_bool(imp.loss) {
-            return;
+        let fragments = match self.mtu {
+            Some(mtu) if bytes.len() > mtu => {
+                self.fragmented += 1;
+                bytes.len().div_ceil(mtu)
+            }
+            _ => 1,
+        };
+        for _ in 0..fragments {
+            if self.rng.random_bool(imp.loss) {
+                return;
+            }
         }
         if self.rng.random_bool(imp.corrupt) && !bytes.is_empty() {
             let bit = self.rng.random_range(0..bytes.len() * 8);
