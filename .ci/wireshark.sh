@@ -12,7 +12,8 @@
 # pcap of what a healthy run never sends (tools/wireshark/crafted_test.py).
 #
 # Run as root on CI: it installs tshark, tcpdump and python3 when missing. Without root it
-# tries an unprivileged user namespace. Takes about half a minute after the build.
+# tries an unprivileged user namespace. About ten seconds after the build. NETBLT_WS_KEEP=1
+# keeps the captures and logs (their directory is printed); a failure always keeps them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -75,7 +76,11 @@ cleanup() {
   local pid
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  if [ "$ok_exit" = 1 ]; then rm -rf "$WORK"; else echo "wireshark: files kept in $WORK" >&2; fi
+  if [ "$ok_exit" = 1 ] && [ -z "${NETBLT_WS_KEEP:-}" ]; then
+    rm -rf "$WORK"
+  else
+    echo "wireshark: captures and logs kept in $WORK" >&2
+  fi
 }
 trap cleanup EXIT
 
@@ -172,11 +177,11 @@ check_capture() { # LABEL FILE DISPLAY_FILTER REQUIRED...
       printf "SUMMARY %d %d %d GO=%d OK=%d RESEND=%d%s\n", frames, pdus, datagood, msgs[0], msgs[1], msgs[2], line
       n = split(required, r, " ")
       for (i = 1; i <= n; i++) {
-        if (r[i] == "GO" || r[i] == "OK") { if (!msgs[r[i] == "GO" ? 0 : 1]) print "MISSING " r[i] " message" }
-        else if (r[i] == "DATACHECKSUM") { if (!datagood) print "MISSING verified data checksum" }
-        else if (!types[code[r[i]]]) print "MISSING " r[i]
+        if (r[i] == "GO" || r[i] == "OK") { if (!msgs[r[i] == "GO" ? 0 : 1]) print "MISSING no " r[i] " message in any CONTROL packet" }
+        else if (r[i] == "DATACHECKSUM") { if (!datagood) print "MISSING no DATA with a verified good data checksum" }
+        else if (!types[code[r[i]]]) print "MISSING no " r[i] " packet in the capture"
       }
-      if (!frames) print "MISSING any packet"
+      if (!frames) print "MISSING no packet at all in the capture"
       for (k in bad) printf "BAD %d frame(s) %s (e.g. frames%s)\n", bad[k], k, ex[k]
     }' "$out")
   local summary
