@@ -11,8 +11,7 @@
 # REFUSED. Then the same over raw IP protocol 30 (if raw sockets work here), then a crafted
 # pcap of what a healthy run never sends (tools/wireshark/crafted_test.py).
 #
-# Run as root on CI: it installs tshark, tcpdump and python3 when missing. Without root it
-# tries an unprivileged user namespace. About ten seconds after the build. NETBLT_WS_KEEP=1
+# Run as root (CI does): it installs tshark, tcpdump and python3 when missing. About ten seconds after the build. NETBLT_WS_KEEP=1
 # keeps the captures and logs (their directory is printed); a failure always keeps them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,12 +56,10 @@ if [ -z "${NETBLT_WS_INNER:-}" ]; then
 
   export NETBLT_WS_INNER=1 NETBLT_BIN=$BIN
   # A private network namespace: its own `lo`, its own ports, nothing else on the wire.
-  if [ "$(id -u)" = 0 ] && unshare --net true 2>/dev/null; then
-    exec unshare --net -- bash "$0" "$@"
-  elif unshare --user --map-root-user --net true 2>/dev/null; then
-    exec unshare --user --map-root-user --net -- bash "$0" "$@"
-  fi
-  die "cannot create a network namespace (needs root or unprivileged user namespaces)"
+  # (Root, not a user namespace: tcpdump must switch users, which a user namespace forbids.)
+  [ "$(id -u)" = 0 ] || die "needs root (a network namespace and tcpdump on its lo)"
+  unshare --net true 2>/dev/null || die "cannot create a network namespace (unshare --net)"
+  exec unshare --net -- bash "$0" "$@"
 fi
 
 # ---- Inside the namespace. -------------------------------------------------------------------

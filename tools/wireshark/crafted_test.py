@@ -183,7 +183,8 @@ def cases():
     """(description, frame bytes, captured length or None, expectation). An expectation:
     types: NETBLT types per packet in the frame, or None if the frame must not be NETBLT;
     malformed / bad / bad_data / warn: whether such expert info must appear; and optional
-    msgs (control message types) and strings (substrings of the reason/client fields)."""
+    msgs (control message types), status (header checksum statuses: 0 bad, 1 good,
+    2 unverified) and strings (substrings of the reason/client fields)."""
     c = []
     n = [0]
 
@@ -210,13 +211,14 @@ def cases():
         control(P, A, [go(1, 1), ok(2, 1, 4, 10, 250), resend(3, 2, [0, 5, 7])]),
         types=[9], msgs=[0, 1, 2])
     add("DATA, 1001 bytes (padded), C = 1, good data checksum", 17, A, P,
-        data_pkt(A, P, 1, 3, 0, bytes(range(256)) * 3 + bytes(233), c_on=True), types=[6])
+        data_pkt(A, P, 1, 3, 0, bytes(range(256)) * 3 + bytes(233), c_on=True), types=[6],
+        dstatus=[1])
     add("LDATA, last buffer, 7 bytes, C = 1", 17, A, P,
         data_pkt(A, P, 2, 3, 0, b"netblt!", last_buffer=True, ldata=True, c_on=True),
         types=[7])
     add("DATA with a bad data checksum", 17, A, P,
         data_pkt(A, P, 1, 3, 1, b"corrupted data", c_on=True, data_cks=0x1234),
-        types=[6], bad_data=True)
+        types=[6], bad_data=True, status=[1], dstatus=[0])
     add("GSO batch: two DATA and an LDATA in one UDP datagram", 17, A, P,
         data_pkt(A, P, 1, 3, 2, b"x" * 40, c_on=True) +
         data_pkt(A, P, 1, 3, 3, b"y" * 40, c_on=True) +
@@ -237,12 +239,13 @@ def cases():
     # Broken packets.
     bad = bytearray(null_ack(A, P, 3, 4, 10))
     bad[1] ^= 0x01
-    add("NULL-ACK with a bad header checksum", 17, A, P, bytes(bad), types=[8], bad=True)
+    add("NULL-ACK with a bad header checksum", 17, A, P, bytes(bad), types=[8], bad=True,
+        status=[0])
     bad = bytearray(data_pkt(A, P, 1, 3, 9, b"abcd", c_on=True))
     bad[13] ^= 0x40   # buffer number changed after the checksum
     add("DATA with a bad header checksum", 17, A, P, bytes(bad), types=[6], bad=True)
     add("DATA truncated: Length 1424, datagram 100 bytes", 17, A, P,
-        data_pkt(A, P, 1, 3, 10, bytes(1400))[:100], types=[6], malformed=True)
+        data_pkt(A, P, 1, 3, 10, bytes(1400))[:100], types=[6], malformed=True, status=[1])
     add("Truncated header: 8 bytes", 17, A, P, packet(T["KEEPALIVE"], A, P, b"")[:8],
         types=[], malformed=True)
     add("Trailing garbage after a NULL-ACK", 17, A, P,
@@ -265,18 +268,26 @@ def cases():
     add("FEEDBACK with Length 36", 17, P, A,
         packet(T["FEEDBACK"], P, A, bytes(24)), types=[12], malformed=True)
     add("DATA cut by the capture's snaplen (not malformed)", 17, A, P,
-        data_pkt(A, P, 1, 3, 11, bytes(500), c_on=True), caplen=20 + 8 + 60, types=[6])
+        data_pkt(A, P, 1, 3, 11, bytes(500), c_on=True), caplen=20 + 8 + 60, types=[6],
+        status=[1], dstatus=[2])
     # Carriers.
     add("Heuristic: KEEPALIVE between unregistered UDP ports", 17, 40100, 40101,
         packet(T["KEEPALIVE"], 40100, 40101, b""), types=[2])
-    add("Heuristic: GSO batch of DATA between unregistered ports", 17, 40100, 40101,
-        data_pkt(40100, 40101, 1, 0, 0, b"a" * 8) + data_pkt(40100, 40101, 1, 0, 1, b"b" * 8),
-        types=[6, 6])
+    add("Heuristic: GSO batch of DATA between unregistered ports (no OPEN: C unknown)", 17,
+        40100, 40101,
+        data_pkt(40100, 40101, 1, 0, 0, b"a" * 8) + data_pkt(40100, 40101, 1, 0, 1, b"b" * 8,
+                                                             c_on=True),
+        types=[6, 6], dstatus=[2, 1])
     add("Heuristic rejects junk on unregistered ports", 17, 40100, 40101,
         b"GET / HTTP/1.0\r\n\r\n", types=None)
     add("IP protocol 30: DONE", 30, 0, 0, packet(T["DONE"], 7, 9, b""), types=[11])
     add("IP protocol 30: CONTROL with a RESEND", 30, 0, 0,
         control(9, 7, [resend(8, 4, list(range(20)))]), types=[9], msgs=[2])
+    quoted = ipv4(17, udp(A, P, data_pkt(A, P, 1, 3, 0, bytes(1400))), 99)[:20 + 8 + 40]
+    icmp = bytearray(struct.pack("!BBHI", 3, 3, 0, 0) + quoted)  # port unreachable
+    struct.pack_into("!H", icmp, 2, checksum(bytes(icmp)))
+    add("ICMP error quoting the first 40 bytes of a DATA (not malformed)", 1, 0, 0,
+        bytes(icmp), types=[6], status=[1])
     add("FEEDBACK with no F in its RESPONSE (warning)", 17, 50001, 50002,
         open_pkt(T["RESPONSE"], 50001, 50002, 1, 65536, 0, 1424, 4, 10, 30, F_WRITE, 2,
                  b"") , types=[1])
@@ -338,6 +349,12 @@ def main():
             msgs = [int(x) for x in v["netblt.msg.type"].split(",") if x != ""]
             if msgs != e["msgs"]:
                 problems.append(f"control messages: want {e['msgs']}, got {msgs}")
+        for key, fld in (("status", "netblt.checksum.status"),
+                         ("dstatus", "netblt.data_checksum.status")):
+            if key in e:
+                st = [int(x) for x in v[fld].split(",") if x != ""]
+                if st != e[key]:
+                    problems.append(f"{fld}: want {e[key]}, got {st}")
         for s in e.get("strings", []):
             if s not in v["netblt.reason"] and s not in v["netblt.client"]:
                 problems.append(f"string {s!r} not shown")

@@ -444,9 +444,10 @@ local function dissect_control(tree, tvb, off, n)
 end
 
 -- Dissects the packet at [off, off+avail) of tvb, `avail` being the bytes of this one datagram
--- (reported, not just captured). Adds one subtree to `root`. Returns a one-line summary and
--- whether it was well formed with good checksums.
-local function dissect_packet(tvb, pinfo, root, off, avail)
+-- (reported, not just captured); `quoted` when the datagram is the part an ICMP error quotes.
+-- Adds one subtree to `root`. Returns a one-line summary and whether it was well formed with
+-- good checksums.
+local function dissect_packet(tvb, pinfo, root, off, avail, quoted)
     local captured = tvb:len() - off
     local shown = avail
     if shown > captured then shown = captured end
@@ -496,7 +497,10 @@ local function dissect_packet(tvb, pinfo, root, off, avail)
     -- are a multiple of 4 bytes in length"; Length leaves the padding out, notes §Z4), and
     -- suited to the type.
     local wire = round_up4(len)
-    if len > avail then
+    if quoted and len > avail then
+        -- An ICMP error quotes only the start of the offending packet.
+        tree:append_text(" [quoted in an ICMP error, first " .. avail .. " bytes]")
+    elseif len > avail then
         ok = malformed(l_item, string.format(
             "Length %d runs past the datagram (%d bytes): truncated packet", len, avail))
     elseif wire ~= avail then
@@ -524,12 +528,11 @@ local function dissect_packet(tvb, pinfo, root, off, avail)
     -- 4. The header checksum: over bytes 2..24 for DATA/LDATA (the data has its own checksum,
     -- notes §Z8), over bytes 2..Length for every other type; the checksum field itself is left
     -- out (counts as zero).
-    local covered_end = plen
+    local covered_end = len
     if ty == T_DATA or ty == T_LDATA then covered_end = DATA_HEADER_LEN end
-    if covered_end > plen then covered_end = plen end
     local status
-    if covered_end > readable or len > avail then
-        status = CS_UNVERIFIED
+    if covered_end > plen or covered_end > readable then
+        status = CS_UNVERIFIED -- not all there (truncated, or cut by the capture)
     else
         local calc = inet_checksum(tvb:raw(off + 2, covered_end - 2))
         tree:add(f.checksum_calc, tvb(off, 2), calc):set_generated()
@@ -740,6 +743,14 @@ end
 -- packet, if the rest also starts with a plausible NETBLT header, we go on packet by packet.
 local function dissect_datagram(tvb, pinfo, tree)
     local total = tvb:reported_length_remaining()
+    -- Inside an ICMP error (pinfo.in_error_pkt, read-only since Wireshark 1.x; pcall in case
+    -- a build lacks it) the packet is cut short on purpose and the columns are ICMP's.
+    local got, in_error = pcall(function() return pinfo.in_error_pkt end)
+    local quoted = got and in_error == true
+    if quoted then
+        dissect_packet(tvb, pinfo, tree, 0, total, true)
+        return total
+    end
     pinfo.cols.protocol = "NETBLT"
     local off, n, first, last = 0, 0, nil, nil
     while true do
