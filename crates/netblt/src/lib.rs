@@ -22,7 +22,7 @@
 //!
 //! Every call is blocking and runs one transfer on the calling thread (plus
 //! a reader or writer thread for the disk). The active end
-//! ([`send_file`], [`send_dir`], [`send_reader`], [`get`], [`bench`]) takes
+//! ([`send_file`], [`send_dir`], [`send_reader`], [`get`], [`bench()`]) takes
 //! [`SendOptions`]; the passive end is a [`Receiver`] with
 //! [`ReceiverOptions`] that stores files ([`Receiver::serve_dir`]), discards
 //! data ([`Receiver::sink`]) or hands it to a [`DataHandler`]

@@ -34,7 +34,7 @@ pub type ReportFn = Arc<dyn Fn(&TransferReport, &JunkCounts) + Send + Sync>;
 
 /// The active end's options: [`send_file`](crate::send_file),
 /// [`send_dir`](crate::send_dir), [`send_reader`](crate::send_reader),
-/// [`get`](crate::get), [`bench`](crate::bench).
+/// [`get`](crate::get), [`bench()`](crate::bench).
 ///
 /// RFC 998 §4: the active end proposes the transfer parameters and the
 /// passive end may only make them more restrictive; the negotiated values
