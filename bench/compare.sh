@@ -37,7 +37,7 @@
 # BUFS, NETBLT_RUNS (1; 0 skips NETBLT), NETBLT_BUFFER (buffer size, default
 # 1 MiB or what holds 1/4 of the bandwidth-delay product if larger),
 # NETBLT_BUFFERS (8), OUT_JSON, NETBLT (binary; default: cargo build
-# --release -p netblt in $CARGO_TARGET_DIR). Needs root; installs iperf3
+# --release -p netblt-cli in $CARGO_TARGET_DIR). Needs root; installs iperf3
 # with apt-get if missing. Traffic stays inside the emulation it creates,
 # which is always taken down (also on error and Ctrl-C).
 set -euo pipefail
@@ -79,7 +79,7 @@ if ! command -v iperf3 >/dev/null; then
 fi
 if [ -z "${NETBLT:-}" ]; then
     echo "== building netblt (release)" >&2
-    (cd "$root" && cargo build --release -q -p netblt)
+    (cd "$root" && cargo build --release -q -p netblt-cli)
     NETBLT="${CARGO_TARGET_DIR:-$root/target}/release/netblt"
 fi
 [ -x "$NETBLT" ] || { echo "bench/compare.sh: no netblt binary at $NETBLT" >&2; exit 2; }

@@ -47,7 +47,7 @@ fi
 [ -x /usr/bin/time ] || DEBIAN_FRONTEND=noninteractive apt-get install -y time >/dev/null
 
 echo "== building netblt (release)" >&2
-(cd "$root" && cargo build --release -p netblt >&2)
+(cd "$root" && cargo build --release -p netblt-cli >&2)
 NETBLT="${CARGO_TARGET_DIR:-$root/target}/release/netblt"
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }

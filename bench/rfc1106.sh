@@ -34,7 +34,7 @@
 # SACKS ("0 1"), DURATION (90), OMIT (10), PARALLEL (6), NETBLT_SIZE (10MiB),
 # NETBLT_RUNS (1 per BER; 0 to skip), SEED (1106), RESULTS (raw JSON;
 # default $TMPDIR/netblt-rfc1106), DOC (docs/rfc1106.md), NETBLT (the netblt
-# binary; default: cargo build --release -p netblt in $CARGO_TARGET_DIR).
+# binary; default: cargo build --release -p netblt-cli in $CARGO_TARGET_DIR).
 # Needs root, python3, /dev/net/tun. Traffic stays inside the namespaces it
 # creates, and each is removed when its run ends.
 set -euo pipefail
@@ -81,7 +81,7 @@ fi
 command -v python3 >/dev/null || { echo "bench/rfc1106.sh: needs python3" >&2; exit 2; }
 if [ -z "${NETBLT:-}" ]; then
     echo "== building netblt (release)" >&2
-    (cd "$root" && cargo build --release -q -p netblt)
+    (cd "$root" && cargo build --release -q -p netblt-cli)
     NETBLT="${CARGO_TARGET_DIR:-$root/target}/release/netblt"
 fi
 [ -x "$NETBLT" ] || { echo "bench/rfc1106.sh: no netblt binary at $NETBLT" >&2; exit 2; }

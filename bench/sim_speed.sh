@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release -q -p netblt -p netblt-sim --example sim_speed --bin netblt
+cargo build --release -q -p netblt-cli -p netblt-sim --example sim_speed --bin netblt
 target=${CARGO_TARGET_DIR:-target}
 
 echo "== toy nodes: 1e6 packets"

@@ -15,13 +15,13 @@
 use serde::{Deserialize, Serialize};
 
 /// Metadata version.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 /// Longest name we send or accept, in bytes.
-pub const MAX_NAME: usize = 4096;
+pub(crate) const MAX_NAME: usize = 4096;
 
 /// What the active end asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Request {
+pub(crate) enum Request {
     /// Store a file of `size` bytes under `name` (WRITE mode).
     Put { name: String, size: u64 },
     /// Send us the file `name` (READ mode).
@@ -46,7 +46,7 @@ fn to_bytes(w: &Wire) -> Vec<u8> {
 }
 
 impl Request {
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let (op, name, size) = match self {
             Request::Put { name, size } => ("put", Some(name.clone()), Some(*size)),
             Request::Get { name } => ("get", Some(name.clone()), None),
@@ -61,7 +61,7 @@ impl Request {
     }
 
     /// Parses an OPEN client string; the error is a REFUSED reason.
-    pub fn decode(bytes: &[u8]) -> Result<Request, String> {
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Request, String> {
         let w: Wire = serde_json::from_slice(bytes)
             .map_err(|_| "unreadable request (not a netblt client?)".to_string())?;
         if w.v != VERSION {
@@ -93,7 +93,7 @@ impl Request {
 }
 
 /// RESPONSE client string.
-pub fn encode_response(size: Option<u64>) -> Vec<u8> {
+pub(crate) fn encode_response(size: Option<u64>) -> Vec<u8> {
     to_bytes(&Wire {
         v: VERSION,
         op: None,
@@ -103,7 +103,7 @@ pub fn encode_response(size: Option<u64>) -> Vec<u8> {
 }
 
 /// The size in a RESPONSE to a `get`.
-pub fn decode_response_size(bytes: &[u8]) -> Option<u64> {
+pub(crate) fn decode_response_size(bytes: &[u8]) -> Option<u64> {
     serde_json::from_slice::<Wire>(bytes).ok()?.size
 }
 

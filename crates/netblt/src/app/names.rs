@@ -9,10 +9,10 @@
 use std::path::{Component, Path, PathBuf};
 
 /// Why a name is refused (sent in REFUSED).
-pub const NOT_ALLOWED: &str = "name not allowed";
+pub(crate) const NOT_ALLOWED: &str = "name not allowed";
 
 /// Checks a peer-supplied name; returns its components.
-pub fn sanitize(name: &str) -> Result<Vec<&str>, &'static str> {
+pub(crate) fn sanitize(name: &str) -> Result<Vec<&str>, &'static str> {
     if name.is_empty() || name.len() > super::meta::MAX_NAME || name.starts_with('/') {
         return Err(NOT_ALLOWED);
     }
@@ -28,7 +28,7 @@ pub fn sanitize(name: &str) -> Result<Vec<&str>, &'static str> {
 /// `dir/name` for a sanitized name, checking that the real location of its
 /// parent lies inside `dir`. With `create`, missing parent directories are
 /// made.
-pub fn resolve(dir: &Path, name: &str, create: bool) -> Result<PathBuf, String> {
+pub(crate) fn resolve(dir: &Path, name: &str, create: bool) -> Result<PathBuf, String> {
     let parts = sanitize(name).map_err(str::to_string)?;
     let mut path = dir.to_path_buf();
     for p in &parts {
@@ -55,7 +55,7 @@ pub fn resolve(dir: &Path, name: &str, create: bool) -> Result<PathBuf, String> 
 
 /// Names under which `paths` (files or directories) are sent: a file by its
 /// file name, a directory's files as `dirname/rel/path`.
-pub fn walk(paths: &[PathBuf]) -> std::io::Result<Vec<(PathBuf, String)>> {
+pub(crate) fn walk(paths: &[PathBuf]) -> std::io::Result<Vec<(PathBuf, String)>> {
     let mut out = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p)?;

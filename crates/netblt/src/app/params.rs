@@ -1,114 +1,24 @@
-//! Transfer parameters from the command line, and the engine configuration
-//! for real networks.
+//! The engine configuration for real networks.
 //!
 //! Defaults suit a modern LAN: 1400-byte data segments (a 1424-byte NETBLT
 //! DATA packet, inside a 1500-byte MTU with IPv4 or IPv6 and UDP), 1 MiB
-//! buffers, 8 outstanding, and, without `--rate` or `--burst-size`, a rate of
-//! [`DEFAULT_RATE`] (10 Gb/s: 893 packets per 1 ms burst), i.e. "as fast as
-//! the hosts go" on anything but a fast LAN. NETBLT has no congestion
-//! control: on a slower or shared path, give `--rate`.
+//! buffers, 8 outstanding, and a rate of [`DEFAULT_RATE`] (10 Gb/s: 893
+//! packets per 1 ms burst), i.e. "as fast as the hosts go" on anything but a
+//! fast LAN. NETBLT has no congestion control: on a slower or shared path,
+//! set a rate.
 
-use clap::Args;
 use netblt_proto::{Config, Duration, PacingClock, TransferParams};
-
-use crate::exit::CliError;
-use crate::units::{parse_rate, parse_size};
 
 /// Rate used when none is given, in bits per second of data.
 pub const DEFAULT_RATE: u64 = 10_000_000_000;
 /// Packets released together within a burst: one GSO train.
-pub const PACING_QUANTUM: u16 = 32;
-
-/// The offer an active end makes (RFC 998 §4: the active end proposes, the
-/// passive end may only make values more restrictive).
-#[derive(Debug, Clone, Args)]
-pub struct ParamFlags {
-    /// Data rate in bits per second (e.g. 800M, 2.5G), turned into a burst
-    /// size per 1 ms burst interval (or a longer interval for slow rates).
-    /// Default 10G: as fast as the hosts allow on a LAN. NETBLT does no
-    /// congestion control: set this below the path's capacity.
-    #[arg(long, value_parser = parse_rate, conflicts_with_all = ["burst_size", "burst_interval"])]
-    pub rate: Option<u64>,
-    /// DATA packets per burst (RFC 998's burst size); needs --burst-interval.
-    #[arg(long, requires = "burst_interval")]
-    pub burst_size: Option<u16>,
-    /// Milliseconds from the start of one burst to the next (RFC 998's burst
-    /// rate); needs --burst-size.
-    #[arg(long, requires = "burst_size")]
-    pub burst_interval: Option<u16>,
-    /// Data bytes per DATA packet. 1400 fits a 1500-byte MTU; larger values
-    /// need jumbo frames or IP fragmentation.
-    #[arg(long, value_parser = parse_size, default_value = "1400")]
-    pub packet_size: u64,
-    /// Bytes per NETBLT buffer (e.g. 1MiB, 256k).
-    #[arg(long, value_parser = parse_size, default_value = "1MiB")]
-    pub buffer_size: u64,
-    /// Buffers outstanding at once (NBUFS).
-    #[arg(long, default_value_t = 8)]
-    pub buffers: u16,
-    /// Checksum DATA packet data (RFC 998's C flag): on or off. Default:
-    /// off over UDP, whose own checksum already covers every datagram (and
-    /// the BLAKE3 digest the whole transfer); on over raw IP, where nothing
-    /// else covers the data.
-    #[arg(long, value_parser = ["on", "off"])]
-    pub data_checksum: Option<String>,
-}
-
-/// Flags every network command shares.
-#[derive(Debug, Clone, Args)]
-pub struct CommonFlags {
-    /// Seconds of silence after which the peer is declared dead (RFC 998's
-    /// death timer; sent to the peer in OPEN/RESPONSE).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..))]
-    pub death_timer: u16,
-    /// Run NETBLT directly over IP protocol 30 (RFC 998) instead of UDP.
-    /// Needs root or CAP_NET_RAW.
-    #[arg(long)]
-    pub raw_ip: bool,
-    /// Print one JSON object per transfer instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
+pub(crate) const PACING_QUANTUM: u16 = 32;
 
 /// Largest data segment that fits one UDP datagram with its NETBLT header.
 pub const MAX_UDP_PACKET_SIZE: u64 = 65_507 - 24 - 3;
 
-impl ParamFlags {
-    /// The offer; `raw_ip` picks the data checksum's default.
-    pub fn params(&self, raw_ip: bool) -> Result<TransferParams, CliError> {
-        let psz = self.packet_size;
-        if psz == 0 || psz > MAX_UDP_PACKET_SIZE {
-            return Err(CliError::usage(format!(
-                "--packet-size must be between 1 and {MAX_UDP_PACKET_SIZE}, got {psz}"
-            )));
-        }
-        let psz = psz as u16;
-        let buffer_size = u32::try_from(self.buffer_size).map_err(|_| {
-            CliError::usage(format!("--buffer-size {} is too large", self.buffer_size))
-        })?;
-        let (burst_size, burst_interval_ms) =
-            match (self.rate, self.burst_size, self.burst_interval) {
-                (Some(0), _, _) => return Err(CliError::usage("--rate must be positive")),
-                (Some(r), _, _) => TransferParams::burst_for_rate(r, psz),
-                (None, Some(b), Some(i)) => (b, i),
-                _ => TransferParams::burst_for_rate(DEFAULT_RATE, psz),
-            };
-        let p = TransferParams {
-            packet_size: psz,
-            buffer_size,
-            burst_size,
-            burst_interval_ms,
-            max_buffers: self.buffers,
-            checksum_data: self.data_checksum.as_deref().map_or(raw_ip, |c| c == "on"),
-        };
-        p.validate()
-            .map_err(|e| CliError::usage(format!("invalid parameters: {e}")))?;
-        Ok(p)
-    }
-}
-
 /// Engine configuration for a real network.
-pub fn config(params: TransferParams, death_timer_s: u16, v6: bool) -> Config {
+pub(crate) fn config(params: TransferParams, death_timer_s: u16, v6: bool) -> Config {
     Config {
         params,
         death_timeout: Duration::from_secs(u64::from(death_timer_s.max(1))),
@@ -122,7 +32,7 @@ pub fn config(params: TransferParams, death_timer_s: u16, v6: bool) -> Config {
 
 /// The passive end's limits: the least restrictive values it accepts (an
 /// offer is only ever restricted down to these).
-pub fn passive_limits() -> TransferParams {
+pub(crate) fn passive_limits() -> TransferParams {
     TransferParams {
         packet_size: MAX_UDP_PACKET_SIZE as u16,
         buffer_size: 16 << 20,
@@ -133,28 +43,4 @@ pub fn passive_limits() -> TransferParams {
         // active end's choice.
         checksum_data: false,
     }
-}
-
-/// `HOST[:PORT]` (IPv6 as `[::1]:PORT` or a bare `::1`), resolved.
-pub fn resolve_host(s: &str, default_port: u16) -> Result<std::net::SocketAddr, CliError> {
-    use std::net::{SocketAddr, ToSocketAddrs};
-    if let Ok(a) = s.parse::<SocketAddr>() {
-        return Ok(a);
-    }
-    if let Ok(ip) = s.parse::<std::net::IpAddr>() {
-        return Ok(SocketAddr::new(ip, default_port));
-    }
-    let with_port = if s
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-    {
-        s.to_string()
-    } else {
-        format!("{s}:{default_port}")
-    };
-    with_port
-        .to_socket_addrs()
-        .map_err(|e| CliError::new(crate::exit::NETWORK, format!("cannot resolve '{s}': {e}")))?
-        .next()
-        .ok_or_else(|| CliError::new(crate::exit::NETWORK, format!("'{s}' has no address")))
 }

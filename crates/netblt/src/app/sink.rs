@@ -9,9 +9,9 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::{AppError, DIGEST_LEN};
+use super::{AppError, Kind, DIGEST_LEN};
 use crate::driver::Waker;
-use crate::exit;
+use crate::handler::{IncomingTransfer, SharedHandler};
 
 /// Buffers queued for the disk before the network loop holds back.
 const DEPTH: usize = 4;
@@ -19,9 +19,9 @@ const DEPTH: usize = 4;
 /// A file being received: written under a temporary name next to its final
 /// place, renamed only once verified.
 #[derive(Debug)]
-pub struct TempFile {
-    pub final_path: PathBuf,
-    pub temp_path: PathBuf,
+pub(crate) struct TempFile {
+    pub(crate) final_path: PathBuf,
+    pub(crate) temp_path: PathBuf,
     file: File,
     force: bool,
 }
@@ -30,19 +30,19 @@ impl TempFile {
     /// Creates `.<name>.netblt-<random>.part` beside `final_path`. Refuses at
     /// once if the final file exists and `force` is off, or if it exists and
     /// is not a regular file.
-    pub fn create(final_path: &Path, force: bool) -> Result<TempFile, AppError> {
+    pub(crate) fn create(final_path: &Path, force: bool) -> Result<TempFile, AppError> {
         let shown = final_path.display().to_string();
         match std::fs::symlink_metadata(final_path) {
             Ok(m) if !m.file_type().is_file() => {
                 return Err(AppError::new(
-                    exit::LOCAL,
+                    Kind::Local,
                     format!("{shown}: exists and is not a regular file"),
                     "name not allowed",
                 ))
             }
             Ok(_) if !force => {
                 return Err(AppError::new(
-                    exit::LOCAL,
+                    Kind::Local,
                     format!("{shown}: file exists (use --force to overwrite)"),
                     "file exists (use --force on the receiver)",
                 ))
@@ -124,14 +124,27 @@ fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 /// Where received bytes go.
-pub enum Target {
+pub(crate) enum Target {
     /// Hashed and dropped (`--sink`).
     Discard,
     File(TempFile),
+    /// Handed to the user's handler as they come.
+    Handler(SharedHandler, IncomingTransfer),
+}
+
+impl Target {
+    /// Tells a handler how its transfer ended.
+    fn end(&self, verified: bool) {
+        if let Target::Handler(h, t) = self {
+            if let Ok(mut h) = h.lock() {
+                h.end(t, verified);
+            }
+        }
+    }
 }
 
 /// What the writer thread tells the network loop.
-pub enum Output {
+pub(crate) enum Output {
     /// A buffer's storage, for `Connection::recycle`.
     Storage(Vec<u8>),
     /// The last buffer was checked (and the file committed): the digest, or
@@ -140,14 +153,14 @@ pub enum Output {
 }
 
 /// Handle on a running writer thread.
-pub struct Sink {
+pub(crate) struct Sink {
     input: Option<SyncSender<(Vec<u8>, bool)>>,
     output: Receiver<Output>,
     handle: Option<JoinHandle<()>>,
 }
 
 impl Sink {
-    pub fn spawn(size: u64, target: Target, waker: Arc<Waker>) -> Sink {
+    pub(crate) fn spawn(size: u64, target: Target, waker: Arc<Waker>) -> Sink {
         let (tx, rx) = mpsc::sync_channel::<(Vec<u8>, bool)>(DEPTH);
         let (otx, orx) = mpsc::channel::<Output>();
         let handle = std::thread::Builder::new()
@@ -162,7 +175,7 @@ impl Sink {
     }
 
     /// Hands over a received buffer; gives it back if the writer is behind.
-    pub fn offer(&self, data: Vec<u8>, last: bool) -> Result<(), (Vec<u8>, bool)> {
+    pub(crate) fn offer(&self, data: Vec<u8>, last: bool) -> Result<(), (Vec<u8>, bool)> {
         let Some(tx) = &self.input else {
             return Ok(()); // finished: drop it
         };
@@ -173,13 +186,13 @@ impl Sink {
         }
     }
 
-    pub fn poll(&self) -> Option<Output> {
+    pub(crate) fn poll(&self) -> Option<Output> {
         self.output.try_recv().ok()
     }
 
     /// Ends the thread: without a verdict given, the temporary file is
     /// removed. Waits for it.
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         self.input = None;
         if let Some(h) = self.handle.take() {
             let _ = h.join();
@@ -207,12 +220,14 @@ fn write_loop(
     let shown = match &target {
         Target::File(t) => t.final_path.display().to_string(),
         Target::Discard => "sink".into(),
+        Target::Handler(_, t) => t.name.clone(),
     };
     let send = |o: Output| {
         let _ = output.send(o);
         waker.wake();
     };
     let fail = |target: Target, e: AppError| {
+        target.end(false);
         if let Target::File(t) = target {
             let _ = std::fs::remove_file(&t.temp_path);
         }
@@ -226,7 +241,7 @@ fn write_loop(
             return fail(
                 target,
                 AppError::new(
-                    exit::FAILED,
+                    Kind::Failed,
                     format!("{shown}: peer sent more data than announced"),
                     "size mismatch",
                 ),
@@ -234,11 +249,27 @@ fn write_loop(
         }
         let payload = size.saturating_sub(start).min(buf.len() as u64) as usize;
         hasher.update(&buf[..payload]);
-        if let Target::File(t) = &mut target {
-            if let Err(e) = t.file.write_all(&buf[..payload]) {
-                send(Output::Storage(buf));
-                return fail(target, AppError::io(&shown, &e));
+        match &mut target {
+            Target::File(t) => {
+                if let Err(e) = t.file.write_all(&buf[..payload]) {
+                    send(Output::Storage(buf));
+                    return fail(target, AppError::io(&shown, &e));
+                }
             }
+            Target::Handler(h, t) if payload > 0 => {
+                let r = match h.lock() {
+                    Ok(mut h) => h.data(t, start, &buf[..payload]),
+                    Err(_) => Err("handler panicked".to_string()),
+                };
+                if let Err(reason) = r {
+                    send(Output::Storage(buf));
+                    return fail(
+                        target,
+                        AppError::new(Kind::Failed, format!("{shown}: {reason}"), reason),
+                    );
+                }
+            }
+            _ => {}
         }
         for (k, b) in buf[payload..].iter().enumerate() {
             let at = (start + (payload + k) as u64 - size) as usize;
@@ -252,7 +283,7 @@ fn write_loop(
                 return fail(
                     target,
                     AppError::new(
-                        exit::FAILED,
+                        Kind::Failed,
                         format!("{shown}: transfer shorter than announced"),
                         "size mismatch",
                     ),
@@ -263,25 +294,29 @@ fn write_loop(
                 return fail(
                     target,
                     AppError::new(
-                        exit::FAILED,
+                        Kind::Failed,
                         format!("{shown}: digest mismatch, data corrupted"),
                         "digest mismatch",
                     ),
                 );
             }
-            if let Target::File(t) = target {
-                let temp = t.temp_path.clone();
-                if let Err(e) = t.commit() {
-                    let _ = std::fs::remove_file(&temp);
-                    send(Output::Verdict(Err(e)));
-                    return;
+            match target {
+                Target::File(t) => {
+                    let temp = t.temp_path.clone();
+                    if let Err(e) = t.commit() {
+                        let _ = std::fs::remove_file(&temp);
+                        send(Output::Verdict(Err(e)));
+                        return;
+                    }
                 }
+                other => other.end(true),
             }
             send(Output::Verdict(Ok(digest)));
             return;
         }
     }
     // The connection ended before the last buffer.
+    target.end(false);
     if let Target::File(t) = target {
         let _ = std::fs::remove_file(&t.temp_path);
     }

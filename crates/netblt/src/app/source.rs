@@ -6,28 +6,27 @@ use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::{AppError, DIGEST_LEN};
+use super::{AppError, Kind, DIGEST_LEN};
 use crate::driver::Waker;
-use crate::exit;
 
 /// Buffers read ahead of the engine.
 const DEPTH: usize = 4;
 
 /// One NETBLT buffer's worth of the stream.
-pub type Chunk = Result<(Vec<u8>, bool), AppError>;
+pub(crate) type Chunk = Result<(Vec<u8>, bool), AppError>;
 
 /// Handle on a running reader thread.
-pub struct Source {
+pub(crate) struct Source {
     chunks: Option<Receiver<Chunk>>,
     recycle: Sender<Vec<u8>>,
     digest: Arc<Mutex<Option<[u8; DIGEST_LEN]>>>,
     handle: Option<JoinHandle<()>>,
     /// The last chunk was taken.
-    pub done: bool,
+    pub(crate) done: bool,
 }
 
 /// Where a sender's bytes come from.
-pub enum Input {
+pub(crate) enum Input {
     /// A file (or any reader).
     Read(Box<dyn Read + Send>),
     /// The memory-to-memory test's generated data.
@@ -38,15 +37,15 @@ pub enum Input {
 /// memory-to-memory tests (`netblt bench`): the data a test application
 /// keeps in memory, like iperf3's send buffer. Hashing and sending it cost
 /// what they cost for any data.
-pub struct Pattern {
+pub(crate) struct Pattern {
     block: Vec<u8>,
 }
 
 impl Pattern {
     /// The pattern's length: it repeats every 64 KiB.
-    pub const PERIOD: usize = 1 << 16;
+    pub(crate) const PERIOD: usize = 1 << 16;
 
-    pub fn new(seed: u64) -> Pattern {
+    pub(crate) fn new(seed: u64) -> Pattern {
         // xorshift: cheap and good enough to defeat any compression.
         let mut x = seed | 1;
         let block = (0..Self::PERIOD)
@@ -61,7 +60,7 @@ impl Pattern {
     }
 
     /// Writes the stream's bytes from `offset` on into `buf`.
-    pub fn fill_at(&self, buf: &mut [u8], offset: u64) {
+    pub(crate) fn fill_at(&self, buf: &mut [u8], offset: u64) {
         let mut pos = (offset % Self::PERIOD as u64) as usize;
         let mut n = 0;
         while n < buf.len() {
@@ -77,7 +76,7 @@ impl Pattern {
 impl Source {
     /// Starts reading `size` bytes from `reader` into buffers of
     /// `buffer_size` (the negotiated size), `label` naming it in errors.
-    pub fn spawn(
+    pub(crate) fn spawn(
         mut input: Input,
         label: String,
         size: u64,
@@ -113,7 +112,7 @@ impl Source {
     }
 
     /// The next buffer if one is ready.
-    pub fn try_next(&mut self) -> Option<Chunk> {
+    pub(crate) fn try_next(&mut self) -> Option<Chunk> {
         match self.chunks.as_ref()?.try_recv() {
             Ok(c) => {
                 if matches!(c, Ok((_, true)) | Err(_)) {
@@ -128,7 +127,7 @@ impl Source {
                 } else {
                     self.done = true;
                     Some(Err(AppError::new(
-                        exit::LOCAL,
+                        Kind::Local,
                         "reader thread ended early",
                         "sender read error",
                     )))
@@ -138,16 +137,16 @@ impl Source {
     }
 
     /// Gives an acknowledged buffer's storage back for reuse.
-    pub fn recycle(&self, v: Vec<u8>) {
+    pub(crate) fn recycle(&self, v: Vec<u8>) {
         let _ = self.recycle.send(v);
     }
 
-    pub fn digest(&self) -> Option<[u8; DIGEST_LEN]> {
+    pub(crate) fn digest(&self) -> Option<[u8; DIGEST_LEN]> {
         self.digest.lock().ok().and_then(|d| *d)
     }
 
     /// Stops the thread (if still running) and waits for it.
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         self.chunks = None;
         if let Some(h) = self.handle.take() {
             let _ = h.join();
@@ -203,7 +202,7 @@ fn read_loop(
         if let Err(e) = filled {
             let err = if e.kind() == std::io::ErrorKind::UnexpectedEof {
                 AppError::new(
-                    exit::LOCAL,
+                    Kind::Local,
                     format!("{label}: file shrank while being sent"),
                     "sender's file changed",
                 )

@@ -9,15 +9,14 @@ use netblt_proto::{Connection, ConnectionError, Event, Instant, TransferParams};
 
 use super::sink::{Output, Sink, Target};
 use super::source::{Input, Source};
-use super::{meta, AppError, DIGEST_LEN};
-use crate::driver::Waker;
-use crate::exit;
+use super::{meta, AppError, Kind, DIGEST_LEN};
+use crate::driver::{Application, Waker};
 
 /// Makes the writer's target once the size is known (READ mode).
-pub type MakeTarget = Box<dyn FnOnce(u64) -> Result<Target, AppError> + Send>;
+pub(crate) type MakeTarget = Box<dyn FnOnce(u64) -> Result<Target, AppError> + Send>;
 
 /// What this end does with the data, before the connection opens.
-pub enum Plan {
+pub(crate) enum Plan {
     /// Send `size` bytes read from `reader`.
     Send { reader: Input, size: u64 },
     /// Receive into `target`; `size` is known from the OPEN, or (`None`)
@@ -37,30 +36,30 @@ enum Data {
 }
 
 /// See the module docs.
-pub struct Transfer {
+pub(crate) struct Transfer {
     /// File name, or "sink".
-    pub name: String,
+    pub(crate) name: String,
     /// This end sends the data.
-    pub sender: bool,
+    pub(crate) sender: bool,
     data: Data,
     stalled: Option<(Vec<u8>, bool)>,
     waker: Arc<Waker>,
     /// Negotiated parameters, once open.
-    pub params: Option<TransferParams>,
+    pub(crate) params: Option<TransferParams>,
     /// The file's size (without the digest).
-    pub size: Option<u64>,
-    pub digest: Option<[u8; DIGEST_LEN]>,
+    pub(crate) size: Option<u64>,
+    pub(crate) digest: Option<[u8; DIGEST_LEN]>,
     /// Receiver: the digest matched and the file is in place.
-    pub verified: bool,
-    pub app_error: Option<AppError>,
-    pub conn_error: Option<ConnectionError>,
-    pub finished: bool,
+    pub(crate) verified: bool,
+    pub(crate) app_error: Option<AppError>,
+    pub(crate) conn_error: Option<ConnectionError>,
+    pub(crate) finished: bool,
     /// Payload bytes handed over so far (progress).
-    pub moved: u64,
+    pub(crate) moved: u64,
 }
 
 impl Transfer {
-    pub fn new(name: impl Into<String>, plan: Plan, waker: Arc<Waker>) -> Transfer {
+    pub(crate) fn new(name: impl Into<String>, plan: Plan, waker: Arc<Waker>) -> Transfer {
         let size = match &plan {
             Plan::Send { size, .. } => Some(*size),
             Plan::Receive { size, .. } => *size,
@@ -123,7 +122,7 @@ impl Transfer {
                     Some(s) => s,
                     None => {
                         let e = AppError::new(
-                            exit::FAILED,
+                            Kind::Failed,
                             "the peer's RESPONSE gives no size",
                             "bad RESPONSE",
                         );
@@ -148,7 +147,7 @@ impl Transfer {
 
     /// Moves data between the engine and the reader/writer thread and reads
     /// the connection's events. Call after every engine input.
-    pub fn drive(&mut self, now: Instant, conn: &mut Connection) {
+    pub(crate) fn drive(&mut self, now: Instant, conn: &mut Connection) {
         // Writer thread first: recycled storage, the final verdict.
         if let Data::Receiving(sink) = &self.data {
             let mut verdict = None;
@@ -222,7 +221,7 @@ impl Transfer {
                     Some(Ok((buf, last))) => {
                         if let Err(e) = conn.push_buffer(buf, last) {
                             let e = AppError::new(
-                                exit::FAILED,
+                                Kind::Failed,
                                 format!("engine refused a buffer: {e}"),
                                 "internal error",
                             );
@@ -240,13 +239,13 @@ impl Transfer {
     }
 
     /// Payload bytes moved, without the digest.
-    pub fn progress(&self) -> u64 {
+    pub(crate) fn progress(&self) -> u64 {
         self.size.map_or(self.moved, |s| self.moved.min(s))
     }
 
     /// After the connection closed: stop the threads (a writer without a
     /// verdict removes its temporary file) and wait for them.
-    pub fn settle(&mut self) {
+    pub(crate) fn settle(&mut self) {
         self.stalled = None;
         match std::mem::replace(&mut self.data, Data::Gone) {
             Data::Receiving(mut sink) => {
@@ -278,12 +277,26 @@ impl Transfer {
 
     /// Success, as this end can tell: the connection ended well and, for a
     /// receiver, the data were verified.
-    pub fn succeeded(&self, conn: &Connection) -> bool {
+    pub(crate) fn succeeded(&self, conn: &Connection) -> bool {
         let ok = matches!(conn.result(), Some(Ok(()))) && self.app_error.is_none();
         if self.sender {
             ok
         } else {
             ok && self.verified
         }
+    }
+}
+
+impl Application for Transfer {
+    fn drive(&mut self, now: Instant, conn: &mut Connection) {
+        Transfer::drive(self, now, conn);
+    }
+
+    fn fail_locally(&mut self, e: AppError) {
+        self.app_error.get_or_insert(e);
+    }
+
+    fn settle(&mut self) {
+        Transfer::settle(self);
     }
 }

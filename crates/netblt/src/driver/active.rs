@@ -13,44 +13,43 @@ use super::poll::{wait, Waker};
 use super::rx::RxBuffers;
 use super::socket::{random_port, NetSocket};
 use super::tx::TxQueue;
+use super::Application;
 use super::{
     network_error, precise_timers, size_recv_buffer, socket_error, TimerGate, MAX_RX_ROUNDS,
 };
-use crate::app::transfer::Transfer;
-use crate::app::AppError;
-use crate::exit;
+use crate::error::{AppError, Kind};
 
 /// How to open the connection.
 #[derive(Debug, Clone)]
-pub struct ActiveOptions {
+pub(crate) struct ActiveOptions {
     /// The peer: UDP address, or (raw IP) its IP address with any port.
-    pub remote: SocketAddr,
+    pub(crate) remote: SocketAddr,
     /// The passive end's NETBLT port (the UDP port over UDP).
-    pub remote_port: u16,
-    pub raw: bool,
-    pub config: Config,
-    pub mode: Mode,
-    pub transfer_size: Option<u64>,
+    pub(crate) remote_port: u16,
+    pub(crate) raw: bool,
+    pub(crate) config: Config,
+    pub(crate) mode: Mode,
+    pub(crate) transfer_size: Option<u64>,
     /// OPEN client string (application metadata).
-    pub client: Vec<u8>,
+    pub(crate) client: Vec<u8>,
 }
 
 /// What the loop leaves behind.
-pub struct ActiveOutcome {
-    pub conn: Connection,
-    pub wall: Duration,
-    pub io: IoStats,
-    pub send_syscalls: u64,
+pub(crate) struct ActiveOutcome {
+    pub(crate) conn: Connection,
+    pub(crate) wall: Duration,
+    pub(crate) io: IoStats,
+    pub(crate) send_syscalls: u64,
 }
 
 /// Runs one transfer to its end. `progress` is called about ten times a
 /// second. `stop` (Ctrl-C) aborts the connection.
-pub fn run_active(
+pub(crate) fn run_active<A: Application>(
     opts: &ActiveOptions,
-    transfer: &mut Transfer,
+    transfer: &mut A,
     waker: &Arc<Waker>,
     stop: &AtomicBool,
-    progress: &mut dyn FnMut(&Transfer, &Connection),
+    progress: &mut dyn FnMut(&A, &Connection),
 ) -> Result<ActiveOutcome, AppError> {
     precise_timers();
     let peer = opts.remote;
@@ -80,7 +79,7 @@ pub fn run_active(
         opts.client.clone(),
         clock.now(),
     )
-    .map_err(|e| AppError::new(exit::USAGE, format!("invalid parameters: {e}"), ""))?;
+    .map_err(|e| AppError::new(Kind::InvalidOptions, format!("invalid parameters: {e}"), ""))?;
     let s = sock.as_dyn();
     let mut tx = TxQueue::new(s.max_gso_segments(), conn.max_datagram_size(), true);
     let mut rx = RxBuffers::new();
@@ -124,11 +123,7 @@ pub fn run_active(
         transfer.drive(now, &mut conn);
         if stop.load(Ordering::Relaxed) && !conn.is_closed() {
             conn.abort(now, "interrupted by the user");
-            transfer.app_error.get_or_insert(AppError::new(
-                exit::FAILED,
-                "interrupted",
-                "interrupted",
-            ));
+            transfer.fail_locally(AppError::new(Kind::Failed, "interrupted", "interrupted"));
         }
         // Transmit: fill trains from the engine, flush, repeat while full.
         if !want_write {
@@ -186,7 +181,7 @@ pub fn run_active(
             continue;
         }
         let ready = wait(sock.raw_fd(), want_write, waker, timeout)
-            .map_err(|e| AppError::new(exit::NETWORK, format!("waiting on the socket: {e}"), ""))?;
+            .map_err(|e| AppError::new(Kind::Network, format!("waiting on the socket: {e}"), ""))?;
         if ready.error && !ready.readable {
             if let Some(e) = sock.take_error() {
                 net_error = Some(network_error(&e, peer, conn.state() == State::Opening));
@@ -199,7 +194,7 @@ pub fn run_active(
         if !conn.is_closed() {
             conn.abort(now, "network error");
         }
-        transfer.app_error.get_or_insert(e);
+        transfer.fail_locally(e);
     }
     transfer.drive(now, &mut conn);
     transfer.settle();

@@ -9,19 +9,19 @@ use netblt_proto::Instant;
 
 /// Maps wall-monotonic time to engine time and back.
 #[derive(Debug, Clone, Copy)]
-pub struct Clock {
+pub(crate) struct Clock {
     origin: std::time::Instant,
 }
 
 impl Clock {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Clock {
             origin: std::time::Instant::now(),
         }
     }
 
     /// Engine time now.
-    pub fn now(&self) -> Instant {
+    pub(crate) fn now(&self) -> Instant {
         let ns = self.origin.elapsed().as_nanos();
         Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
     }

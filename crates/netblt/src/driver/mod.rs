@@ -11,8 +11,9 @@
 //!    hand each datagram to the engine;
 //! 2. run due timers, once the socket's queue was found empty
 //!    ([`TimerGate`]);
-//! 3. let the application ([`crate::app::transfer::Transfer`]) move buffers
-//!    between the engine and its reader/writer threads;
+//! 3. let the application (anything implementing [`Application`]; the
+//!    file transfer's `Transfer` in practice) move buffers between the engine
+//!    and its reader/writer threads;
 //! 4. drain `poll_transmit_gather` into GSO trains ([`tx::TxQueue`]; DATA
 //!    payloads stay in the engine's buffers and the kernel gathers them) and
 //!    send them with one `sendmmsg`;
@@ -33,25 +34,42 @@
 //! allocates one `iovec` vector per `sendmmsg`), and NETBLT buffers are
 //! recycled between the engine and the disk threads.
 
-pub mod active;
-pub mod clock;
-pub mod passive;
-pub mod poll;
-pub mod rx;
-pub mod socket;
-pub mod tx;
+pub(crate) mod active;
+pub(crate) mod clock;
+pub(crate) mod passive;
+pub(crate) mod poll;
+pub(crate) mod rx;
+pub(crate) mod socket;
+pub(crate) mod tx;
 
 use std::io;
 use std::net::SocketAddr;
 
-pub use poll::Waker;
+pub(crate) use poll::Waker;
 
-use crate::app::AppError;
-use crate::exit;
+use netblt_proto::{Connection, Instant};
+
+use crate::error::{AppError, Kind};
+
+/// What the driver knows of the application on one connection: the layer
+/// above implements it (the file transfer's `Transfer`), so the driver never
+/// names a file, a digest or a report.
+pub(crate) trait Application {
+    /// Moves data between the engine and the application and reads the
+    /// connection's events. Called after every batch of engine input and
+    /// timers, and once more after the connection closed.
+    fn drive(&mut self, now: Instant, conn: &mut Connection);
+    /// The transfer ends for a reason of this end's (a network error, an
+    /// interruption): the first such error is the one reported.
+    fn fail_locally(&mut self, e: AppError);
+    /// The connection closed and its last packets are out: stop helper
+    /// threads and collect their last word.
+    fn settle(&mut self);
+}
 
 /// Receive syscalls per loop turn at most, so that a flood of arrivals
 /// cannot starve our own transmissions.
-pub const MAX_RX_ROUNDS: usize = 8;
+pub(crate) const MAX_RX_ROUNDS: usize = 8;
 
 /// Most kernel receive buffer that data windows may ask for.
 const RECV_BUFFER_MAX: usize = 512 << 20;
@@ -62,7 +80,7 @@ const RECV_BUFFER_MAX: usize = 512 << 20;
 /// whole window never drops what the sender was allowed to send, however
 /// long this process is kept off the CPU; NETBLT's GOs are then its flow
 /// control, as a window is TCP's. Only grows, and is capped.
-pub fn size_recv_buffer<'a>(
+pub(crate) fn size_recv_buffer<'a>(
     sock: &dyn netblt_udp::DatagramSocket,
     conns: impl Iterator<Item = &'a netblt_proto::Connection>,
 ) {
@@ -90,13 +108,13 @@ const TIMER_HOLD_MAX: std::time::Duration = std::time::Duration::from_millis(250
 /// that stays full (a flood of junk) delays them by [`TIMER_HOLD_MAX`] at
 /// most.
 #[derive(Debug, Default)]
-pub struct TimerGate {
+pub(crate) struct TimerGate {
     backlog_since: Option<std::time::Instant>,
 }
 
 impl TimerGate {
     /// `drained`: this turn's last receive call left the socket empty.
-    pub fn open(&mut self, drained: bool, now: std::time::Instant) -> bool {
+    pub(crate) fn open(&mut self, drained: bool, now: std::time::Instant) -> bool {
         if drained {
             self.backlog_since = None;
             return true;
@@ -108,7 +126,7 @@ impl TimerGate {
 
 /// 32 random bits from the OS (connection unique IDs, temp names, raw-IP
 /// ports). Falls back to the clock if the OS source fails.
-pub fn random_u32() -> u32 {
+pub(crate) fn random_u32() -> u32 {
     let mut b = [0u8; 4];
     if getrandom::fill(&mut b).is_ok() {
         return u32::from_ne_bytes(b);
@@ -120,14 +138,14 @@ pub fn random_u32() -> u32 {
 }
 
 /// Lowers the calling thread's timer slack for precise pacing (best effort).
-pub fn precise_timers() {
+pub(crate) fn precise_timers() {
     let _ = netblt_udp::set_thread_timer_slack(std::time::Duration::from_micros(1));
 }
 
 /// A socket error in the user's words, with its exit code. `opening`: no
 /// answer from the peer yet.
-pub fn network_error(e: &io::Error, peer: SocketAddr, opening: bool) -> AppError {
-    let code = exit::NETWORK;
+pub(crate) fn network_error(e: &io::Error, peer: SocketAddr, opening: bool) -> AppError {
+    let code = Kind::Network;
     match e.raw_os_error() {
         Some(libc::ECONNREFUSED) if opening => AppError::new(
             code,
@@ -161,28 +179,28 @@ pub fn network_error(e: &io::Error, peer: SocketAddr, opening: bool) -> AppError
 }
 
 /// A socket that could not be opened.
-pub fn socket_error(e: &io::Error, what: &str, raw: bool) -> AppError {
+pub(crate) fn socket_error(e: &io::Error, what: &str, raw: bool) -> AppError {
     if raw && e.kind() == io::ErrorKind::PermissionDenied {
         return AppError::new(
-            exit::LOCAL,
+            Kind::Local,
             "--raw-ip needs root (or CAP_NET_RAW): raw IP sockets are privileged",
             "",
         );
     }
     match e.raw_os_error() {
         Some(libc::EADDRINUSE) => {
-            AppError::new(exit::LOCAL, format!("{what}: address already in use"), "")
+            AppError::new(Kind::Local, format!("{what}: address already in use"), "")
         }
         Some(libc::EADDRNOTAVAIL) => AppError::new(
-            exit::LOCAL,
+            Kind::Local,
             format!("{what}: address not available on this host"),
             "",
         ),
-        Some(libc::EACCES) => AppError::new(exit::LOCAL, format!("{what}: permission denied"), ""),
+        Some(libc::EACCES) => AppError::new(Kind::Local, format!("{what}: permission denied"), ""),
         Some(libc::ENETUNREACH) | Some(libc::EHOSTUNREACH) => {
-            AppError::new(exit::NETWORK, format!("{what}: host unreachable"), "")
+            AppError::new(Kind::Network, format!("{what}: host unreachable"), "")
         }
-        _ => AppError::new(exit::NETWORK, format!("{what}: {e}"), ""),
+        _ => AppError::new(Kind::Network, format!("{what}: {e}"), ""),
     }
 }
 

@@ -6,54 +6,71 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use netblt_proto::{Config, ConnectionHandle, DatagramEvent, Endpoint, Gathered, Incoming};
+use netblt_proto::{
+    Config, Connection, ConnectionHandle, DatagramEvent, Endpoint, Gathered, Incoming,
+};
 
 use super::clock::Clock;
 use super::poll::{wait, Waker};
 use super::rx::RxBuffers;
 use super::socket::NetSocket;
 use super::tx::TxQueue;
+use super::Application;
 use super::{precise_timers, size_recv_buffer, socket_error, TimerGate, MAX_RX_ROUNDS};
-use crate::app::report::{cpu_times, Report};
-use crate::app::transfer::Transfer;
-use crate::app::AppError;
-use crate::exit;
+use crate::error::{AppError, Kind};
 
-/// Junk and refusals counted by the endpoint (datagrams that belonged to no
-/// transfer).
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+/// Datagrams a receiver's endpoint counted that belonged to no transfer,
+/// and the OPENs it refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct JunkCounts {
+    /// Datagrams that did not parse (bad checksum, short, unknown type).
     pub malformed: u64,
+    /// Well-formed packets for no known connection.
     pub stray: u64,
+    /// OPENs refused (bad request, busy, shutting down).
     pub refused: u64,
+    /// Duplicate OPENs with a connection unique ID in use, rejected.
     pub rejected_uid: u64,
 }
 
 /// What the listener's owner decides.
-pub trait Service {
+pub(crate) trait Service {
+    /// One connection's application side.
+    type App: Application;
     /// An OPEN arrived: accept with a RESPONSE client string and the
     /// transfer's application side (and optionally a per-connection config),
     /// or refuse with a reason.
-    fn incoming(&mut self, inc: &Incoming, waker: &Arc<Waker>) -> Result<Accept, String>;
-    /// A transfer ended. Return false to stop listening.
-    fn finished(&mut self, report: Report, junk: JunkCounts) -> bool;
+    fn incoming(&mut self, inc: &Incoming, waker: &Arc<Waker>)
+        -> Result<Accept<Self::App>, String>;
+    /// A transfer ended (its application side settled), `wall` after it
+    /// was accepted. Return false to stop listening.
+    fn finished(
+        &mut self,
+        app: Self::App,
+        conn: &Connection,
+        peer: SocketAddr,
+        wall: Duration,
+        junk: JunkCounts,
+    ) -> bool;
 }
 
-pub struct Accept {
-    pub config: Option<Config>,
-    pub response: Vec<u8>,
-    pub transfer: Transfer,
+/// An accepted OPEN.
+pub(crate) struct Accept<A> {
+    pub(crate) config: Option<Config>,
+    pub(crate) response: Vec<u8>,
+    pub(crate) transfer: A,
 }
 
 /// The listener.
-pub struct PassiveOptions {
-    pub listen: SocketAddr,
-    pub raw: bool,
-    pub config: Config,
+pub(crate) struct PassiveOptions {
+    pub(crate) listen: SocketAddr,
+    pub(crate) raw: bool,
+    pub(crate) config: Config,
 }
 
-struct Live {
-    transfer: Transfer,
+struct Live<A> {
+    transfer: A,
     started: std::time::Instant,
     peer: SocketAddr,
 }
@@ -70,21 +87,21 @@ fn junk(ep: &Endpoint) -> JunkCounts {
 
 /// Binds the listening socket (separately, so that callers can learn the
 /// port before serving).
-pub fn bind(opts: &PassiveOptions) -> Result<NetSocket, AppError> {
+pub(crate) fn bind(opts: &PassiveOptions) -> Result<NetSocket, AppError> {
     NetSocket::listen(opts.listen, opts.raw)
         .map_err(|e| socket_error(&e, &format!("listening on {}", opts.listen), opts.raw))
 }
 
 /// Serves until `stop` or until the service says so.
-pub fn run_passive(
+pub(crate) fn run_passive<S: Service>(
     opts: &PassiveOptions,
     sock: NetSocket,
-    service: &mut dyn Service,
+    service: &mut S,
     stop: &AtomicBool,
 ) -> Result<JunkCounts, AppError> {
     precise_timers();
     let waker = Arc::new(
-        Waker::new().map_err(|e| AppError::new(exit::LOCAL, format!("eventfd: {e}"), ""))?,
+        Waker::new().map_err(|e| AppError::new(Kind::Local, format!("eventfd: {e}"), ""))?,
     );
     let port = if opts.raw {
         opts.listen.port()
@@ -98,7 +115,7 @@ pub fn run_passive(
     let s = sock.as_dyn();
     let mut tx = TxQueue::new(s.max_gso_segments(), 65_507, true);
     let mut rx = RxBuffers::new();
-    let mut live: HashMap<usize, Live> = HashMap::new();
+    let mut live: HashMap<usize, Live<S::App>> = HashMap::new();
     let mut gate = TimerGate::default();
     let mut want_write = false;
     let mut keep_going = true;
@@ -222,14 +239,8 @@ pub fn run_passive(
                 };
                 l.transfer.drive(now, &mut conn);
                 l.transfer.settle();
-                let report = Report::new(
-                    &l.transfer,
-                    &conn,
-                    l.peer.to_string(),
-                    l.started.elapsed(),
-                    cpu_times(),
-                );
-                keep_going &= service.finished(report, junk(&ep));
+                keep_going &=
+                    service.finished(l.transfer, &conn, l.peer, l.started.elapsed(), junk(&ep));
             }
         }
         if (!keep_going || stopping) && live.is_empty() && tx.is_empty() {
@@ -250,6 +261,6 @@ pub fn run_passive(
             continue;
         }
         wait(sock.raw_fd(), want_write, &waker, timeout)
-            .map_err(|e| AppError::new(exit::NETWORK, format!("waiting on the socket: {e}"), ""))?;
+            .map_err(|e| AppError::new(Kind::Network, format!("waiting on the socket: {e}"), ""))?;
     }
 }

@@ -15,12 +15,12 @@ use std::time::Duration;
 
 /// Wakes the network loop from another thread (an `eventfd`).
 #[derive(Debug)]
-pub struct Waker {
+pub(crate) struct Waker {
     fd: OwnedFd,
 }
 
 impl Waker {
-    pub fn new() -> io::Result<Waker> {
+    pub(crate) fn new() -> io::Result<Waker> {
         // SAFETY: eventfd has no memory-safety preconditions; the returned
         // descriptor is checked and then owned.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
@@ -34,7 +34,7 @@ impl Waker {
     }
 
     /// Makes the next (or current) [`wait`] return. Never blocks.
-    pub fn wake(&self) {
+    pub(crate) fn wake(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our own descriptor. A
         // failure (counter saturated) means a wake-up is pending anyway.
@@ -62,15 +62,15 @@ impl Waker {
 
 /// What ended a [`wait`].
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Ready {
-    pub readable: bool,
-    pub error: bool,
+pub(crate) struct Ready {
+    pub(crate) readable: bool,
+    pub(crate) error: bool,
 }
 
 /// Waits until `sock` is readable (or writable, if `want_write`), the waker
 /// fires, or `timeout` passes (`None`: no limit). `EINTR` counts as a
 /// timeout, so that a signal (Ctrl-C) is seen promptly by the caller.
-pub fn wait(
+pub(crate) fn wait(
     sock: RawFd,
     want_write: bool,
     waker: &Waker,

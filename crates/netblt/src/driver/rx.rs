@@ -5,7 +5,7 @@ use std::io::{self, IoSliceMut};
 
 use netblt_udp::{DatagramSocket, RecvMeta, BATCH, MAX_DATAGRAM_BUFFER};
 
-pub struct RxBuffers {
+pub(crate) struct RxBuffers {
     storage: Vec<u8>,
     meta: [RecvMeta; BATCH],
     filled: usize,
@@ -13,9 +13,9 @@ pub struct RxBuffers {
 
 impl RxBuffers {
     /// Buffers filled by one call at most.
-    pub const CAPACITY: usize = BATCH;
+    pub(crate) const CAPACITY: usize = BATCH;
 
-    pub fn new() -> RxBuffers {
+    pub(crate) fn new() -> RxBuffers {
         RxBuffers {
             storage: vec![0; BATCH * MAX_DATAGRAM_BUFFER],
             meta: [RecvMeta::default(); BATCH],
@@ -27,7 +27,7 @@ impl RxBuffers {
     /// nothing was queued). Fewer than [`RxBuffers::CAPACITY`] means the
     /// socket's queue is now empty: `recvmmsg` without waiting stops only
     /// there.
-    pub fn recv(&mut self, sock: &dyn DatagramSocket) -> io::Result<usize> {
+    pub(crate) fn recv(&mut self, sock: &dyn DatagramSocket) -> io::Result<usize> {
         let mut chunks = self.storage.chunks_exact_mut(MAX_DATAGRAM_BUFFER);
         let mut bufs: [IoSliceMut<'_>; BATCH] =
             std::array::from_fn(|_| IoSliceMut::new(chunks.next().unwrap_or_default()));
@@ -43,7 +43,7 @@ impl RxBuffers {
     }
 
     /// The datagrams of the last [`recv`](Self::recv), with their source.
-    pub fn datagrams(&self) -> impl Iterator<Item = (std::net::SocketAddr, &[u8])> + '_ {
+    pub(crate) fn datagrams(&self) -> impl Iterator<Item = (std::net::SocketAddr, &[u8])> + '_ {
         self.meta[..self.filled]
             .iter()
             .enumerate()

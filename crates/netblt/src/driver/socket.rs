@@ -18,7 +18,7 @@ pub const DEFAULT_PORT: u16 = 9998;
 
 /// A bound socket of either kind.
 #[derive(Debug)]
-pub enum NetSocket {
+pub(crate) enum NetSocket {
     Udp(UdpSocket),
     Raw(RawIpSocket),
 }
@@ -33,7 +33,7 @@ fn unspecified(v6: bool) -> IpAddr {
 
 impl NetSocket {
     /// Binds a listening socket (the passive end).
-    pub fn listen(addr: SocketAddr, raw: bool) -> io::Result<NetSocket> {
+    pub(crate) fn listen(addr: SocketAddr, raw: bool) -> io::Result<NetSocket> {
         let cfg = SocketConfig::default();
         if raw {
             Ok(NetSocket::Raw(RawIpSocket::bind(
@@ -50,7 +50,7 @@ impl NetSocket {
     /// also `connect`ed: the kernel then reports an ICMP port unreachable as
     /// `ECONNREFUSED`, which is how we tell "nothing listening" at once
     /// instead of after eight unanswered OPENs.
-    pub fn connect(remote: SocketAddr, raw: bool) -> io::Result<NetSocket> {
+    pub(crate) fn connect(remote: SocketAddr, raw: bool) -> io::Result<NetSocket> {
         let cfg = SocketConfig::default();
         let local = SocketAddr::new(unspecified(remote.is_ipv6()), 0);
         if raw {
@@ -65,18 +65,18 @@ impl NetSocket {
         Ok(NetSocket::Udp(s))
     }
 
-    pub fn as_dyn(&self) -> &dyn DatagramSocket {
+    pub(crate) fn as_dyn(&self) -> &dyn DatagramSocket {
         match self {
             NetSocket::Udp(s) => s,
             NetSocket::Raw(s) => s,
         }
     }
 
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+    pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
         self.as_dyn().local_addr()
     }
 
-    pub fn raw_fd(&self) -> RawFd {
+    pub(crate) fn raw_fd(&self) -> RawFd {
         match self {
             NetSocket::Udp(s) => s.as_raw_fd(),
             NetSocket::Raw(s) => s.as_raw_fd(),
@@ -85,7 +85,7 @@ impl NetSocket {
 
     /// A pending asynchronous error (`SO_ERROR`), e.g. `ECONNREFUSED` from
     /// an ICMP message, taken off the socket.
-    pub fn take_error(&self) -> Option<io::Error> {
+    pub(crate) fn take_error(&self) -> Option<io::Error> {
         let r = match self {
             NetSocket::Udp(s) => socket2::SockRef::from(s).take_error(),
             NetSocket::Raw(s) => socket2::SockRef::from(s).take_error(),
@@ -96,6 +96,6 @@ impl NetSocket {
 
 /// A random NETBLT port for the active end over raw IP, where no kernel
 /// assigns one (the ephemeral range, 49152..=65535).
-pub fn random_port() -> u16 {
+pub(crate) fn random_port() -> u16 {
     49152 + (crate::driver::random_u32() % 16384) as u16
 }

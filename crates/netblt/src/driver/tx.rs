@@ -27,7 +27,7 @@ use netblt_proto::{Gathered, Payload};
 use netblt_udp::{DatagramSocket, GatherTransmit, Transmit, BATCH};
 
 /// Trains held before a flush: one `sendmmsg`'s worth.
-pub const TRAINS: usize = BATCH;
+pub(crate) const TRAINS: usize = BATCH;
 /// Bytes per train: a UDP datagram's limit over IPv4 (65,507), which bounds
 /// a GSO train; also the room for the bytes written into a train's region.
 const TRAIN_BYTES: usize = 65_507;
@@ -71,7 +71,7 @@ enum Slot {
 }
 
 /// Queue of outgoing trains; see the module docs.
-pub struct TxQueue {
+pub(crate) struct TxQueue {
     /// `TRAINS + 1` regions of `TRAIN_BYTES`: the spare one receives a
     /// datagram that was written at the tail of the last train but cannot
     /// join it.
@@ -86,14 +86,14 @@ pub struct TxQueue {
     max_datagram: usize,
     gather: bool,
     /// Datagrams queued and send syscalls made, for reports.
-    pub datagrams: u64,
-    pub syscalls: u64,
+    pub(crate) datagrams: u64,
+    pub(crate) syscalls: u64,
 }
 
 impl TxQueue {
     /// `gather`: let the kernel collect DATA payloads in place (needs GSO:
     /// without it every datagram would be copied together anyway).
-    pub fn new(max_segments: usize, max_datagram: usize, gather: bool) -> TxQueue {
+    pub(crate) fn new(max_segments: usize, max_datagram: usize, gather: bool) -> TxQueue {
         let max_segments = max_segments.clamp(1, netblt_udp::MAX_SEGMENTS);
         TxQueue {
             buf: vec![0; (TRAINS + 1) * TRAIN_BYTES],
@@ -110,23 +110,23 @@ impl TxQueue {
         }
     }
 
-    pub fn set_max_datagram(&mut self, n: usize) {
+    pub(crate) fn set_max_datagram(&mut self, n: usize) {
         self.max_datagram = n.clamp(64, TRAIN_BYTES);
     }
 
     /// Whether to fill slots with `poll_transmit_gather`.
-    pub fn gathers(&self) -> bool {
+    pub(crate) fn gathers(&self) -> bool {
         self.gather
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.head >= self.trains.len()
     }
 
     /// Where the engine may write the next datagram, or `None` when the
     /// queue is full (flush first). Follow with [`commit`](Self::commit) if
     /// something was written.
-    pub fn slot(&mut self) -> Option<&mut [u8]> {
+    pub(crate) fn slot(&mut self) -> Option<&mut [u8]> {
         let need = self.max_datagram;
         let n = self.trains.len();
         let (slot, off) = match self.trains.last() {
@@ -152,7 +152,7 @@ impl TxQueue {
 
     /// Records the datagram just written into [`slot`](Self::slot): `g.head`
     /// bytes there, then its payload and padding if gathered.
-    pub fn commit(&mut self, dest: SocketAddr, g: Gathered) {
+    pub(crate) fn commit(&mut self, dest: SocketAddr, g: Gathered) {
         self.datagrams += 1;
         let n = g.len();
         let (i, off) = match std::mem::replace(&mut self.slot, Slot::None) {
@@ -204,7 +204,7 @@ impl TxQueue {
     /// `Ok(true)` when everything went, `Ok(false)` when the socket is full
     /// (wait for writability and call again). Other errors (e.g.
     /// `ECONNREFUSED`) are returned as they are.
-    pub fn flush<'a>(
+    pub(crate) fn flush<'a>(
         &mut self,
         sock: &dyn DatagramSocket,
         payload: &dyn Fn(&Payload) -> Option<&'a [u8]>,

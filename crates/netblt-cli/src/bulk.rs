@@ -1,13 +1,14 @@
 //! NETBLT as a transport for the measurement commands (`netblt load
 //! --netblt`, `netblt cpu --netblt`). The measurement crate defines the
-//! trait and must not depend on this driver, so the binary registers it.
+//! trait and must not depend on the library, so the tool registers it.
 
 use std::net::SocketAddr;
 
 use netblt_measure::transport::{BulkOutcome, BulkSender};
 use netblt_proto::TransferParams;
 
-use super::params::{CommonFlags, DEFAULT_RATE};
+use crate::flags::CommonFlags;
+use netblt::DEFAULT_RATE;
 
 struct NetbltBulk;
 
@@ -29,12 +30,12 @@ impl BulkSender for NetbltBulk {
             raw_ip: false,
             json: false,
         };
-        let (report, _) = crate::commands::bench::bench(peer, bytes, params, &common, true)
+        let report = crate::commands::bench::bench(peer, bytes, params, &common, true)
             .map_err(|e| e.to_string())?;
         if !report.verified {
             return Err(report
                 .error
-                .unwrap_or_else(|| "transfer not verified".into()));
+                .map_or_else(|| "transfer not verified".into(), |e| e.to_string()));
         }
         Ok(BulkOutcome {
             bytes: report.bytes,

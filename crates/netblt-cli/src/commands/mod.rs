@@ -1,7 +1,9 @@
 //! One module per subcommand.
 pub mod bench;
+pub mod completions;
 pub mod demo;
 pub mod get;
+pub mod man;
 pub mod profiles;
 pub mod recv;
 pub mod report;

@@ -7,16 +7,15 @@
 //! between the two.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::sync::mpsc;
 
 use clap::Args;
+use netblt::{JunkCounts, Receiver, ReceiverOptions, TransferReport};
 
-use crate::app::params::{CommonFlags, ParamFlags};
-use crate::app::report::{app_error_to_cli, Report};
-use crate::app::AppError;
-use crate::commands::recv::Receiver;
-use crate::driver::passive::{bind, run_passive, JunkCounts, PassiveOptions};
 use crate::exit::{self, CliError};
+use crate::flags::{CommonFlags, ParamFlags};
+use crate::output::table_row;
+use crate::progress::{default_sigpipe, stop_flag};
 use crate::units::{fmt_bytes, fmt_rate, parse_size};
 
 #[derive(Debug, Args)]
@@ -59,42 +58,46 @@ pub struct DemoOptions {
 /// Both ends' results.
 #[derive(Debug, serde::Serialize)]
 pub struct DemoResult {
-    pub sender: Report,
-    pub receiver: Option<Report>,
+    pub sender: TransferReport,
+    pub receiver: Option<TransferReport>,
     pub junk: Option<JunkCounts>,
 }
 
+/// The demo's sink receiver, bound, with the channel its report comes on.
+pub struct DemoReceiver {
+    receiver: Receiver,
+    reports: mpsc::Receiver<(TransferReport, JunkCounts)>,
+}
+
+/// Binds the sink receiver for one transfer (separately, so that it can be
+/// bound inside the emulator's right-hand namespace).
+pub fn bind_receiver(o: &DemoOptions) -> Result<DemoReceiver, netblt::Error> {
+    let (tx, reports) = mpsc::channel();
+    let mut opts = ReceiverOptions::default();
+    opts.death_timer = std::time::Duration::from_secs(u64::from(o.death_timer));
+    opts.max_transfers = Some(1);
+    opts.stop = Some(stop_flag());
+    opts.on_transfer = Some(std::sync::Arc::new(
+        move |r: &TransferReport, j: &JunkCounts| {
+            let _ = tx.send((r.clone(), *j));
+        },
+    ));
+    Ok(DemoReceiver {
+        receiver: Receiver::bind(o.listen, opts)?,
+        reports,
+    })
+}
+
 /// Runs a receiver thread and a sender (this thread) for one transfer.
-pub fn run_demo(o: &DemoOptions) -> Result<DemoResult, AppError> {
-    let popts = passive_options(o);
-    let sock = bind(&popts)?;
-    run_demo_on(o, popts, sock)
+pub fn run_demo(o: &DemoOptions) -> Result<DemoResult, netblt::Error> {
+    run_demo_on(o, bind_receiver(o)?)
 }
 
-/// The sink receiver's options for a demo.
-fn passive_options(o: &DemoOptions) -> PassiveOptions {
-    PassiveOptions {
-        listen: o.listen,
-        raw: false,
-        config: crate::app::params::config(
-            crate::app::params::passive_limits(),
-            o.death_timer,
-            o.listen.is_ipv6(),
-        ),
-    }
-}
-
-/// As [`run_demo`] with the receiver's socket already bound (for instance
-/// inside the emulator's right-hand namespace while this thread sits in the
+/// As [`run_demo`] with the receiver already bound (for instance inside
+/// the emulator's right-hand namespace while this thread sits in the
 /// left-hand one).
-pub fn run_demo_on(
-    o: &DemoOptions,
-    popts: PassiveOptions,
-    sock: crate::driver::socket::NetSocket,
-) -> Result<DemoResult, AppError> {
-    let bound = sock
-        .local_addr()
-        .map_err(|e| AppError::new(exit::LOCAL, format!("socket: {e}"), ""))?;
+pub fn run_demo_on(o: &DemoOptions, r: DemoReceiver) -> Result<DemoResult, netblt::Error> {
+    let bound = r.receiver.local_addr();
     let target = o.target.unwrap_or_else(|| {
         let ip = if bound.ip().is_unspecified() {
             o.listen.ip()
@@ -103,24 +106,12 @@ pub fn run_demo_on(
         };
         SocketAddr::new(ip, bound.port())
     });
-    let (tx, rx) = std::sync::mpsc::channel();
-    let mut svc = Receiver {
-        dir: PathBuf::from("."),
-        sink: true,
-        serve: false,
-        force: false,
-        once: true,
-        json: false,
-        death_timer: o.death_timer,
-        v6: o.listen.is_ipv6(),
-        code: exit::OK,
-        collect: Some(tx),
-    };
-    let stop: &'static std::sync::atomic::AtomicBool = crate::app::client::stop_flag();
-    let receiver = std::thread::Builder::new()
+    let stop = stop_flag();
+    let receiver = r.receiver;
+    let thread = std::thread::Builder::new()
         .name("netblt-demo-recv".into())
-        .spawn(move || run_passive(&popts, sock, &mut svc, stop))
-        .map_err(|e| AppError::new(exit::LOCAL, format!("thread: {e}"), ""))?;
+        .spawn(move || receiver.sink())
+        .map_err(|e| netblt::Error::Local(format!("thread: {e}")))?;
     let common = CommonFlags {
         death_timer: o.death_timer,
         raw_ip: false,
@@ -130,15 +121,16 @@ pub fn run_demo_on(
     if sent.is_err() {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
-    let (sender, _) = sent?;
+    let sender = sent?;
     // The receiver retires the connection once its last OK is acknowledged.
-    let got = rx
+    let got = r
+        .reports
         .recv_timeout(std::time::Duration::from_secs(u64::from(o.death_timer) + 5))
         .ok();
     if got.is_none() {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
-    let _ = receiver.join();
+    let _ = thread.join();
     let (receiver, junk) = match got {
         Some((r, j)) => (Some(r), Some(j)),
         None => (None, None),
@@ -154,7 +146,7 @@ pub fn run_demo_on(
 /// process may build one (root and /dev/net/tun), with kernel TCP measured
 /// on the same path for contrast; otherwise on loopback, with a notice.
 pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
-    crate::app::client::default_sigpipe();
+    default_sigpipe();
     let emulate = !a.loopback
         && match netblt_emu::check_environment() {
             Ok(()) => true,
@@ -182,12 +174,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
             "netblt demo: {} memory to memory over UDP on loopback, receiver and sender in one process",
             fmt_bytes(a.size)
         );
-        (
-            header,
-            run_demo(&o).map_err(app_error_to_cli)?,
-            params,
-            None,
-        )
+        (header, run_demo(&o).map_err(CliError::from)?, params, None)
     };
     if !a.json {
         println!("{header}");
@@ -212,7 +199,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
             row.lost = rr.lost;
             row.data_timeouts = rr.data_timeouts;
         }
-        println!("{}", row.table_row());
+        println!("{}", table_row(&row));
         println!(
             "throughput: real {}, steady {}; {:.2} s wall; CPU {:.2} s user + {:.2} s sys (both ends)",
             s.real_throughput_bps.map_or("-".into(), fmt_rate),
@@ -250,7 +237,10 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     Ok(if ok {
         exit::OK
     } else {
-        s.code.max(exit::FAILED)
+        s.error
+            .as_ref()
+            .map_or(exit::FAILED, exit::of)
+            .max(exit::FAILED)
     })
 }
 
@@ -300,7 +290,7 @@ fn run_emulated(a: &DemoArgs) -> anyhow::Result<DemoRun> {
         )
     })?;
     let right = emu.right_addr();
-    let listen = SocketAddr::new(right, crate::driver::socket::DEFAULT_PORT);
+    let listen = SocketAddr::new(right, netblt::DEFAULT_PORT);
     let o = DemoOptions {
         listen,
         target: Some(listen),
@@ -308,9 +298,10 @@ fn run_emulated(a: &DemoArgs) -> anyhow::Result<DemoRun> {
         params,
         death_timer: 10,
     };
-    let popts = passive_options(&o);
-    let sock = emu.enter_right(|| bind(&popts)).map_err(app_error_to_cli)?;
-    let result = emu.enter_left(|| run_demo_on(&o, popts, sock));
+    let receiver = emu
+        .enter_right(|| bind_receiver(&o))
+        .map_err(CliError::from)?;
+    let result = emu.enter_left(|| run_demo_on(&o, receiver));
     let tcp = if result.is_ok() {
         tcp_on_path(&emu, right, 5.0)
     } else {
@@ -320,7 +311,7 @@ fn run_emulated(a: &DemoArgs) -> anyhow::Result<DemoRun> {
     if stats.failed {
         eprintln!("netblt demo: warning: the emulator reported dropped packets outside the model");
     }
-    let r = result.map_err(app_error_to_cli)?;
+    let r = result.map_err(CliError::from)?;
     let header = format!(
         "netblt demo: {} memory to memory over an emulated path ({}: {}; {:.1} % loss each way), receiver and sender in one process",
         fmt_bytes(a.emulated_size),
@@ -340,7 +331,7 @@ fn tcp_on_path(
 ) -> Option<(f64, f64)> {
     use std::io::{Read, Write};
     use std::time::{Duration, Instant};
-    let addr = SocketAddr::new(right, crate::driver::socket::DEFAULT_PORT + 1);
+    let addr = SocketAddr::new(right, netblt::DEFAULT_PORT + 1);
     let listener = emu.enter_right(|| std::net::TcpListener::bind(addr)).ok()?;
     let window = Duration::from_secs_f64(secs);
     let receiver = std::thread::spawn(move || -> Option<u64> {

@@ -8,19 +8,12 @@
 //! receiver asked for again.
 
 use clap::Args;
-use netblt_proto::Mode;
 
-use crate::app::client;
-use crate::app::meta::Request;
-use crate::app::params::{config, resolve_host, CommonFlags, ParamFlags};
-use crate::app::report::{app_error_to_cli, Report};
-use crate::app::source::{Input, Pattern};
-use crate::app::transfer::{Plan, Transfer};
-use crate::app::DIGEST_LEN;
 use crate::commands::sim::TABLE_HEADER;
-use crate::driver::active::ActiveOptions;
-use crate::driver::socket::DEFAULT_PORT;
 use crate::exit::{self, CliError};
+use crate::flags::{resolve_host, CommonFlags, ParamFlags};
+use crate::output::table_row;
+use crate::progress::{default_sigpipe, Bar};
 use crate::units::{fmt_bytes, fmt_rate, parse_size};
 
 #[derive(Debug, Args)]
@@ -36,53 +29,42 @@ pub struct BenchArgs {
     pub common: CommonFlags,
 }
 
-/// Runs the memory-to-memory transfer (shared with `netblt demo`).
+/// Runs the memory-to-memory transfer (shared with `netblt demo`): the
+/// report, successful or not, or an error before the transfer started.
 pub fn bench(
     remote: std::net::SocketAddr,
     size: u64,
     params: netblt_proto::TransferParams,
     common: &CommonFlags,
     quiet: bool,
-) -> Result<(Report, crate::driver::active::ActiveOutcome), crate::app::AppError> {
-    let waker = client::new_waker()?;
-    let transfer = Transfer::new(
-        "sink",
-        Plan::Send {
-            reader: Input::Pattern(Pattern::new(0x6e65_7462_6c74)),
-            size,
-        },
-        waker.clone(),
-    );
-    let opts = ActiveOptions {
-        remote,
-        remote_port: remote.port(),
-        raw: common.raw_ip,
-        config: config(params, common.death_timer, remote.is_ipv6()),
-        mode: Mode::Write,
-        transfer_size: Some(size + DIGEST_LEN as u64),
-        client: Request::Sink { size }.encode(),
-    };
-    client::run(&opts, transfer, &waker, quiet)
+) -> Result<netblt::TransferReport, netblt::Error> {
+    let mut opts = common.send_options(params);
+    let bar = Bar::new(quiet);
+    bar.attach(&mut opts);
+    let result = netblt::bench(remote, size, &opts);
+    bar.finish();
+    match result {
+        Err(netblt::Error::Transfer(r)) => Ok(*r),
+        other => other,
+    }
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
-    crate::app::client::default_sigpipe();
-    let remote = resolve_host(&a.host, DEFAULT_PORT)?;
+    default_sigpipe();
+    let remote = resolve_host(&a.host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
-    let (report, out) =
-        bench(remote, a.size, params, &a.common, a.common.json).map_err(app_error_to_cli)?;
+    let report = bench(remote, a.size, params, &a.common, a.common.json).map_err(CliError::from)?;
     if a.common.json {
         let mut v = serde_json::to_value(&report)?;
-        if let Some(o) = v.as_object_mut() {
-            let io = out.io;
-            o.insert("send_syscalls".into(), out.send_syscalls.into());
+        if let (Some(o), Some(io)) = (v.as_object_mut(), report.io) {
+            o.insert("send_syscalls".into(), io.send_syscalls.into());
             o.insert("recv_syscalls".into(), io.recv_syscalls.into());
             o.insert("gso_fallbacks".into(), io.gso_fallbacks.into());
         }
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!("{TABLE_HEADER}");
-        println!("{}", report.table_row());
+        println!("{}", table_row(&report));
         if report.error.is_none() {
             println!(
                 "{} in {:.2} s: real {}, steady {}; CPU {:.2} s user + {:.2} s sys; verified (blake3 {})",
@@ -96,8 +78,8 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             );
         }
     }
-    match report.error {
+    match &report.error {
         None => Ok(exit::OK),
-        Some(e) => Err(CliError::new(report.code, format!("bench: {e}")).into()),
+        Some(e) => Err(CliError::new(exit::of(e), format!("bench: {e}")).into()),
     }
 }

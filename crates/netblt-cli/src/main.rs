@@ -2,22 +2,25 @@
 //! revised by RFC 1030), and honest network measurement.
 //!
 //! This binary is the top layer: it parses the command line and calls the
-//! library crates (engine, simulator, UDP driver, emulator, measurement).
+//! library crates (the `netblt` library for real transfers, the simulator,
+//! the emulator, the measurement tools, the seed-paper reports), draws
+//! progress bars, prints results and chooses exit codes.
 
 #![allow(unreachable_pub)] // a binary: `pub` marks what subcommands share
 
-mod app;
+mod bulk;
 mod commands;
-mod driver;
 mod exit;
-mod report;
+mod flags;
+mod output;
+mod progress;
 mod units;
 
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(name = "netblt", version, about, long_about = None, propagate_version = true)]
-struct Cli {
+pub(crate) struct Cli {
     /// Log filter for diagnostics on stderr (e.g. `netblt_proto=debug`);
     /// also read from RUST_LOG.
     #[arg(long, global = true)]
@@ -56,6 +59,10 @@ enum Command {
     Cpu(netblt_measure::cli::CpuArgs),
     /// Reproduce the seed documents' tables in the simulator: docs/reproduction.md + figures.
     Report(commands::report::ReportArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(commands::completions::CompletionsArgs),
+    /// Write manual pages (netblt.1 and one per subcommand) into a directory.
+    Man(commands::man::ManArgs),
 }
 
 // The emulator's own exit code for a missing environment is ours.
@@ -90,7 +97,7 @@ fn main() {
         }
     };
     init_logging(cli.log.as_deref());
-    app::bulk::register();
+    bulk::register();
     let result: anyhow::Result<i32> = match cli.command {
         Command::Sim(a) => commands::sim::run(*a).map(|()| exit::OK),
         Command::Profiles(a) => commands::profiles::run(a).map(|()| exit::OK),
@@ -106,6 +113,8 @@ fn main() {
         Command::Model(a) => netblt_measure::cli::run_model(a).map(|()| exit::OK),
         Command::Cpu(a) => netblt_measure::cli::run_cpu(a).map(|()| exit::OK),
         Command::Report(a) => commands::report::run(a).map(|()| exit::OK),
+        Command::Completions(a) => commands::completions::run(a).map(|()| exit::OK),
+        Command::Man(a) => commands::man::run(a).map(|()| exit::OK),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,5 +1,10 @@
-//! `netblt report`: the seed documents' measurements reproduced, the paper's
-//! numbers beside ours, written to one Markdown file with figures.
+//! The seed documents' measurements reproduced in the simulator, the
+//! paper's numbers beside ours, written to one Markdown file with figures
+//! (`docs/reproduction.md`). The `netblt report` command calls [`run`].
+//!
+//! This crate sits beside the command-line tool, not under it: it uses the
+//! simulator (`netblt-sim`), the link profiles (`netblt-link`) and the
+//! measurement crate (`netblt-measure`), and nothing of the UDP driver.
 //!
 //! Everything is deterministic (fixed seeds) except RFC 415's table, which
 //! measures this machine's kernel TCP over loopback and so differs run to run.

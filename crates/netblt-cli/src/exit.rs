@@ -43,7 +43,27 @@ impl std::fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-/// The exit code for any error: a `CliError`'s own, else 1.
+/// The exit code for a library error: its kind's.
+pub fn of(e: &netblt::Error) -> i32 {
+    match e.cause() {
+        netblt::Error::InvalidOptions(_) => USAGE,
+        netblt::Error::Local(_) => LOCAL,
+        netblt::Error::Network(_) => NETWORK,
+        _ => FAILED,
+    }
+}
+
+impl From<netblt::Error> for CliError {
+    fn from(e: netblt::Error) -> CliError {
+        CliError::new(of(&e), e.to_string())
+    }
+}
+
+/// The exit code for any error: a `CliError`'s own, a library error's kind,
+/// else 1.
 pub fn code_of(e: &anyhow::Error) -> i32 {
-    e.downcast_ref::<CliError>().map_or(FAILED, |c| c.code)
+    if let Some(c) = e.downcast_ref::<CliError>() {
+        return c.code;
+    }
+    e.downcast_ref::<netblt::Error>().map_or(FAILED, of)
 }

@@ -1,0 +1,73 @@
+//! `netblt get HOST[:PORT] NAME [-o PATH]`: READ mode (the receiver must run
+//! with `--serve`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::exit::{self, CliError};
+use crate::flags::{resolve_host, CommonFlags, ParamFlags};
+use crate::output::line;
+use crate::progress::{default_sigpipe, Bar};
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// The serving receiver, HOST[:PORT] (default port 9998).
+    pub host: String,
+    /// The file's name relative to the receiver's --dir.
+    pub name: String,
+    /// Where to write it: a file, or an existing directory to put it in.
+    /// Default: the name's last component, in the current directory.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// Overwrite an existing file.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub params: ParamFlags,
+    #[command(flatten)]
+    pub common: CommonFlags,
+}
+
+pub fn run(a: GetArgs) -> anyhow::Result<i32> {
+    default_sigpipe();
+    let remote = resolve_host(&a.host, netblt::DEFAULT_PORT)?;
+    let params = a.params.params(a.common.raw_ip)?;
+    // Where the library will put it, for the message: the name's last
+    // component in the current directory, or in the directory given.
+    let base = a.name.rsplit('/').next().unwrap_or("file").to_string();
+    let out = match &a.output {
+        Some(p) if p.is_dir() => p.join(&base),
+        Some(p) => p.clone(),
+        None => PathBuf::from(&base),
+    };
+    // An existing directory named like the file is in the way too (the
+    // library would put the file inside it).
+    if std::fs::symlink_metadata(&out).is_ok() && !a.force && a.output.is_none() {
+        return Err(CliError::new(
+            exit::LOCAL,
+            format!("{}: file exists (use --force to overwrite)", out.display()),
+        )
+        .into());
+    }
+    let mut opts = a.common.send_options(params);
+    opts.overwrite = a.force;
+    let bar = Bar::new(a.common.json);
+    bar.attach(&mut opts);
+    let result = netblt::get(remote, &a.name, &out, &opts);
+    bar.finish();
+    let report = match result {
+        Ok(r) => r,
+        Err(netblt::Error::Transfer(r)) => *r,
+        Err(e) => return Err(CliError::from(e).into()),
+    };
+    if a.common.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else if report.error.is_none() {
+        println!("{} (saved as {})", line(&report), out.display());
+    }
+    match &report.error {
+        None => Ok(exit::OK),
+        Some(e) => Err(CliError::new(exit::of(e), format!("{}: {e}", a.name)).into()),
+    }
+}

@@ -1,0 +1,116 @@
+//! `netblt recv`: the passive end. Serves many senders at once; stores
+//! files under `--dir`, discards with `--sink`, lets peers fetch files with
+//! `--serve`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+use netblt::{JunkCounts, Receiver, ReceiverOptions, TransferReport};
+
+use crate::exit::{self, CliError};
+use crate::output::line;
+use crate::progress::{default_sigpipe, stop_flag};
+
+#[derive(Debug, Args)]
+pub struct RecvArgs {
+    /// Address and port to listen on (UDP; with --raw-ip the port is the
+    /// NETBLT port).
+    #[arg(long, default_value = "0.0.0.0:9998")]
+    pub listen: SocketAddr,
+    /// Directory received files go to (and --serve reads from).
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// Discard all received data (memory-to-memory tests; `netblt bench`).
+    #[arg(long)]
+    pub sink: bool,
+    /// Exit after one transfer, with its result as exit code.
+    #[arg(long)]
+    pub once: bool,
+    /// Let peers fetch files under --dir (`netblt get`, READ mode).
+    #[arg(long)]
+    pub serve: bool,
+    /// Overwrite existing files.
+    #[arg(long)]
+    pub force: bool,
+    /// Seconds of silence after which a sender is declared dead.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..))]
+    pub death_timer: u16,
+    /// Print one JSON object per transfer instead of a line.
+    #[arg(long)]
+    pub json: bool,
+    /// Run over IP protocol 30 instead of UDP (root or CAP_NET_RAW).
+    #[arg(long)]
+    pub raw_ip: bool,
+}
+
+/// Prints one finished transfer: a line, or a JSON object with the junk
+/// counters.
+fn print_report(report: &TransferReport, junk: &JunkCounts, json: bool) {
+    if json {
+        let mut v = serde_json::to_value(report).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.insert(
+                "junk".into(),
+                serde_json::to_value(junk).unwrap_or_default(),
+            );
+        }
+        println!("{v}");
+    } else {
+        println!("{}", line(report));
+    }
+}
+
+pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
+    default_sigpipe();
+    if !a.sink && !a.dir.is_dir() {
+        return Err(
+            CliError::new(exit::LOCAL, format!("{}: not a directory", a.dir.display())).into(),
+        );
+    }
+    let mut opts = ReceiverOptions::default();
+    opts.death_timer = std::time::Duration::from_secs(u64::from(a.death_timer));
+    opts.raw_ip = a.raw_ip;
+    opts.overwrite = a.force;
+    opts.serve = a.serve;
+    opts.max_transfers = a.once.then_some(1);
+    opts.stop = Some(stop_flag());
+    let json = a.json;
+    opts.on_transfer = Some(std::sync::Arc::new(
+        move |r: &TransferReport, j: &JunkCounts| print_report(r, j, json),
+    ));
+    let receiver = Receiver::bind(a.listen, opts).map_err(CliError::from)?;
+    if !a.json {
+        eprintln!(
+            "netblt: listening on {}{} ({})",
+            receiver.local_addr(),
+            if a.raw_ip {
+                " (IP protocol 30)"
+            } else {
+                " (UDP)"
+            },
+            if a.sink {
+                "discarding data".to_string()
+            } else {
+                format!("files in {}", a.dir.display())
+            }
+        );
+    }
+    let summary = if a.sink {
+        receiver.sink()
+    } else {
+        receiver.serve_dir(&a.dir)
+    }
+    .map_err(CliError::from)?;
+    let junk = summary.junk;
+    if !a.json && (junk.malformed + junk.stray + junk.rejected_uid) > 0 {
+        eprintln!(
+            "netblt: ignored {} malformed and {} stray datagrams, rejected {} duplicate OPENs",
+            junk.malformed, junk.stray, junk.rejected_uid
+        );
+    }
+    Ok(match (&summary.last_error, a.once) {
+        (Some(e), true) => exit::of(e),
+        _ => exit::OK,
+    })
+}

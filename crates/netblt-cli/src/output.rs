@@ -1,0 +1,54 @@
+//! A transfer's report as the tool prints it: one line for people, or a row
+//! of RFC 1030's appendix tables.
+
+use netblt::{Direction, TransferReport};
+
+use crate::units::{fmt_bytes, fmt_rate};
+
+/// One line for people.
+pub fn line(r: &TransferReport) -> String {
+    let arrow = if r.direction == Direction::Send {
+        "->"
+    } else {
+        "<-"
+    };
+    match &r.error {
+        None => format!(
+            "{} {arrow} {}: {} in {:.2} s, {} (steady {}), verified, blake3 {}{}",
+            r.name,
+            r.peer,
+            fmt_bytes(r.bytes),
+            r.wall_time_s,
+            r.real_throughput_bps.map_or("-".into(), fmt_rate),
+            r.steady_throughput_bps.map_or("-".into(), fmt_rate),
+            r.digest
+                .as_deref()
+                .map_or("-", |d| d.get(..16).unwrap_or(d)),
+            if r.retransmitted > 0 || r.lost > 0 {
+                format!(", {} lost, {} resent", r.lost, r.retransmitted)
+            } else {
+                String::new()
+            }
+        ),
+        Some(e) => format!("{} {arrow} {}: FAILED: {e}", r.name, r.peer),
+    }
+}
+
+/// The RFC 1030 appendix row (`commands::sim::TABLE_HEADER`'s columns).
+pub fn table_row(r: &TransferReport) -> String {
+    let speed = r
+        .steady_throughput_bps
+        .map_or_else(|| "-".to_string(), |b| format!("{:.3}", b / 1e6));
+    format!(
+        "{:<8} {:<6} {:<8} {:<6} {:<6} {:<6} {:<6} {:<6} {}",
+        format!("{}/{}", r.burst_size, r.burst_interval_ms),
+        r.packet_size,
+        r.buffer_size,
+        r.bytes / 1000,
+        r.buffers,
+        r.lost,
+        r.retransmitted,
+        r.data_timeouts,
+        speed
+    )
+}

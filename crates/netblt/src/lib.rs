@@ -1,0 +1,76 @@
+//! NETBLT (RFC 998, as revised by RFC 1030) bulk data transfer over UDP or
+//! raw IP, for your own programs: the library under the `netblt` tool, as
+//! quinn sits on quinn-proto.
+//!
+//! # Sending and receiving
+//!
+//! ```no_run
+//! use netblt::{Receiver, ReceiverOptions, SendOptions};
+//!
+//! # fn main() -> Result<(), netblt::Error> {
+//! // A receiver storing files in ./incoming, on a thread of its own.
+//! let rx = Receiver::bind("127.0.0.1:9998".parse().unwrap(), ReceiverOptions::default())?;
+//! let addr = rx.local_addr();
+//! std::thread::spawn(move || rx.serve_dir("incoming"));
+//!
+//! // Send a file at (at most) 500 Mb/s; Ok means the receiver verified it.
+//! let report = netblt::send_file("big.iso", addr, &SendOptions::new().with_rate(500_000_000))?;
+//! println!("{} bytes, steady {:?} b/s", report.bytes, report.steady_throughput_bps);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Every call is blocking and runs one transfer on the calling thread (plus
+//! a reader or writer thread for the disk). The active end
+//! ([`send_file`], [`send_dir`], [`send_reader`], [`get`], [`bench()`]) takes
+//! [`SendOptions`]; the passive end is a [`Receiver`] with
+//! [`ReceiverOptions`] that stores files ([`Receiver::serve_dir`]), discards
+//! data ([`Receiver::sink`]) or hands it to a [`DataHandler`]
+//! ([`Receiver::handle_with`]). Each transfer ends with a
+//! [`TransferReport`]; failures are an [`Error`]. Progress comes through a
+//! callback ([`SendOptions::progress`]); the library never prints and never
+//! exits.
+//!
+//! # What travels
+//!
+//! A file of `size` bytes is sent as `size + 32` bytes: the data, then its
+//! BLAKE3 digest. The receiver checks the digest, flushes the file to disk
+//! and renames it into place before it acknowledges the last buffer, so the
+//! sender's success means the receiver verified. The name, size and
+//! operation ride in RFC 998's OPEN and RESPONSE client strings (compact
+//! JSON), so a `netblt` tool at either end interoperates.
+//!
+//! # Layers
+//!
+//! Inside, a driver (one thread, one `ppoll` loop: `recvmmsg` with GRO,
+//! `sendmmsg` with GSO trains gathered from the engine's buffers, precise
+//! pacing) runs the sans-IO engine [`proto`] (`netblt-proto`) over the
+//! sockets of `netblt-udp`, and knows the file-transfer application only
+//! through a small trait. To drive the engine yourself (other sockets, a
+//! simulator, an async runtime), use [`proto`] directly: see the
+//! `in_memory_pair` example.
+
+#![deny(missing_docs)]
+
+mod app;
+mod client;
+mod driver;
+mod error;
+mod handler;
+mod options;
+mod receiver;
+mod report;
+
+pub use app::params::{DEFAULT_RATE, MAX_UDP_PACKET_SIZE};
+pub use client::{bench, files_to_send, get, send_dir, send_file, send_file_as, send_reader};
+pub use driver::passive::JunkCounts;
+pub use driver::socket::DEFAULT_PORT;
+pub use error::Error;
+pub use handler::{DataHandler, IncomingTransfer};
+pub use options::{Progress, ProgressFn, ReceiverOptions, ReportFn, SendOptions};
+pub use receiver::{Receiver, ReceiverSummary};
+pub use report::{Direction, IoCounters, TransferReport};
+
+/// The sans-IO protocol engine (`netblt-proto`), re-exported: `Connection`,
+/// `Endpoint`, `Config`, `TransferParams`, events and statistics.
+pub use netblt_proto as proto;

@@ -1,0 +1,214 @@
+//! Options of either end, and the progress callback.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use netblt_proto::TransferParams;
+
+use crate::app::params::DEFAULT_RATE;
+use crate::driver::passive::JunkCounts;
+use crate::report::TransferReport;
+
+/// How far a transfer got, handed to a [`ProgressFn`] about ten times a
+/// second.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// The transfer's name.
+    pub name: String,
+    /// Data bytes moved so far (sent and acknowledged, or received).
+    pub bytes: u64,
+    /// The data's size, once known (a `get` learns it from the RESPONSE).
+    pub total: Option<u64>,
+    /// DATA packets sent again so far.
+    pub retransmitted: u64,
+}
+
+/// Called with a transfer's [`Progress`] from the thread running it.
+pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// Called by a [`Receiver`](crate::Receiver) with the report of each
+/// transfer that ended, and the endpoint's junk counters so far.
+pub type ReportFn = Arc<dyn Fn(&TransferReport, &JunkCounts) + Send + Sync>;
+
+/// The active end's options: [`send_file`](crate::send_file),
+/// [`send_dir`](crate::send_dir), [`send_reader`](crate::send_reader),
+/// [`get`](crate::get), [`bench()`](crate::bench).
+///
+/// RFC 998 §4: the active end proposes the transfer parameters and the
+/// passive end may only make them more restrictive; the negotiated values
+/// are in the [`TransferReport`].
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SendOptions {
+    /// The parameters offered: packet size, buffer size, buffers
+    /// outstanding, burst size and interval, data checksum. Default: 1400-byte
+    /// packets (a 1500-byte MTU), 1 MiB buffers, 8 outstanding, the burst
+    /// for [`DEFAULT_RATE`](crate::DEFAULT_RATE), no data checksum.
+    pub params: TransferParams,
+    /// A data rate in bits per second: replaces `params`' burst size and
+    /// interval by a burst per 1 ms (or longer, for slow rates) for this
+    /// rate at `params.packet_size`. NETBLT does no congestion control: set
+    /// it below the path's capacity. Default: `None` (use `params`).
+    pub rate: Option<u64>,
+    /// Silence after which the peer is declared dead (RFC 998's death
+    /// timer; whole seconds, sent to the peer in OPEN). Default 10 s.
+    pub death_timer: Duration,
+    /// Run directly over IP protocol 30 (RFC 998) instead of UDP: needs root
+    /// or `CAP_NET_RAW`. Default: off.
+    pub raw_ip: bool,
+    /// [`get`](crate::get): replace an existing destination file. Default:
+    /// off.
+    pub overwrite: bool,
+    /// Called about ten times a second while a transfer runs.
+    pub progress: Option<ProgressFn>,
+    /// Setting this flag aborts the transfer (a Ctrl-C handler's job).
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+impl Default for SendOptions {
+    fn default() -> SendOptions {
+        let packet_size = 1400;
+        let (burst_size, burst_interval_ms) =
+            TransferParams::burst_for_rate(DEFAULT_RATE, packet_size);
+        SendOptions {
+            params: TransferParams {
+                packet_size,
+                buffer_size: 1 << 20,
+                burst_size,
+                burst_interval_ms,
+                max_buffers: 8,
+                checksum_data: false,
+            },
+            rate: None,
+            death_timer: Duration::from_secs(10),
+            raw_ip: false,
+            overwrite: false,
+            progress: None,
+            stop: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for SendOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendOptions")
+            .field("params", &self.params)
+            .field("rate", &self.rate)
+            .field("death_timer", &self.death_timer)
+            .field("raw_ip", &self.raw_ip)
+            .field("overwrite", &self.overwrite)
+            .field("progress", &self.progress.is_some())
+            .field("stop", &self.stop)
+            .finish()
+    }
+}
+
+impl SendOptions {
+    /// The defaults (see the fields).
+    pub fn new() -> SendOptions {
+        SendOptions::default()
+    }
+
+    /// Sets [`rate`](Self::rate), in bits per second.
+    pub fn with_rate(mut self, bps: u64) -> SendOptions {
+        self.rate = Some(bps);
+        self
+    }
+
+    /// Sets the [`progress`](Self::progress) callback.
+    pub fn with_progress(mut self, f: impl Fn(&Progress) + Send + Sync + 'static) -> SendOptions {
+        self.progress = Some(Arc::new(f));
+        self
+    }
+
+    /// The parameters offered, with [`rate`](Self::rate) applied.
+    pub fn offer(&self) -> TransferParams {
+        let mut p = self.params;
+        if let Some(r) = self.rate.filter(|&r| r > 0) {
+            (p.burst_size, p.burst_interval_ms) = TransferParams::burst_for_rate(r, p.packet_size);
+        }
+        p
+    }
+}
+
+/// The passive end's options: [`Receiver::bind`](crate::Receiver::bind).
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct ReceiverOptions {
+    /// Silence after which a sender is declared dead (whole seconds).
+    /// Default 10 s.
+    pub death_timer: Duration,
+    /// Listen on IP protocol 30 instead of UDP (root or `CAP_NET_RAW`); the
+    /// bound address's port is then the NETBLT port. Default: off.
+    pub raw_ip: bool,
+    /// [`serve_dir`](crate::Receiver::serve_dir): replace existing files.
+    /// Default: off (an existing file is refused, never overwritten).
+    pub overwrite: bool,
+    /// [`serve_dir`](crate::Receiver::serve_dir): also let peers fetch the
+    /// directory's files (READ mode, [`get`](crate::get)). Default: off.
+    pub serve: bool,
+    /// Stop after this many transfers (ended well or not). Default: `None`,
+    /// serve until [`stop`](Self::stop).
+    pub max_transfers: Option<u64>,
+    /// Setting this flag aborts the transfers in progress and ends serving.
+    pub stop: Option<Arc<AtomicBool>>,
+    /// Called with each finished transfer's report.
+    pub on_transfer: Option<ReportFn>,
+}
+
+impl Default for ReceiverOptions {
+    fn default() -> ReceiverOptions {
+        ReceiverOptions {
+            death_timer: Duration::from_secs(10),
+            raw_ip: false,
+            overwrite: false,
+            serve: false,
+            max_transfers: None,
+            stop: None,
+            on_transfer: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ReceiverOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReceiverOptions")
+            .field("death_timer", &self.death_timer)
+            .field("raw_ip", &self.raw_ip)
+            .field("overwrite", &self.overwrite)
+            .field("serve", &self.serve)
+            .field("max_transfers", &self.max_transfers)
+            .field("stop", &self.stop)
+            .field("on_transfer", &self.on_transfer.is_some())
+            .finish()
+    }
+}
+
+impl ReceiverOptions {
+    /// The defaults (see the fields).
+    pub fn new() -> ReceiverOptions {
+        ReceiverOptions::default()
+    }
+
+    /// Sets [`max_transfers`](Self::max_transfers).
+    pub fn with_max_transfers(mut self, n: u64) -> ReceiverOptions {
+        self.max_transfers = Some(n);
+        self
+    }
+
+    /// Sets the [`on_transfer`](Self::on_transfer) callback.
+    pub fn with_on_transfer(
+        mut self,
+        f: impl Fn(&TransferReport, &JunkCounts) + Send + Sync + 'static,
+    ) -> ReceiverOptions {
+        self.on_transfer = Some(Arc::new(f));
+        self
+    }
+}
+
+/// A death timer as the engine carries it: whole seconds, at least 1.
+pub(crate) fn death_secs(d: Duration) -> u16 {
+    u16::try_from(d.as_secs().max(1)).unwrap_or(u16::MAX)
+}

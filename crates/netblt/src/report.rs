@@ -1,0 +1,240 @@
+//! One result per transfer, for people and programs: [`TransferReport`].
+//!
+//! Its JSON form (serde) has the fields of `netblt sim --json` (RFC 1030's
+//! appendix columns and both throughputs) plus wall time, CPU seconds of this
+//! process, the digest, and the I/O counters.
+
+use serde::{Serialize, Serializer};
+
+use netblt_proto::{Connection, Stats};
+
+use crate::app::transfer::Transfer;
+use crate::app::{hex, Kind};
+use crate::error::{AppError, Error};
+
+/// CPU seconds (user, system) used by this process so far.
+pub(crate) fn cpu_times() -> (f64, f64) {
+    // SAFETY: getrusage fills a zeroed rusage we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return (0.0, 0.0);
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(ru.ru_utime), secs(ru.ru_stime))
+}
+
+/// Which way the data went, seen from this end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// This end sent the data.
+    Send,
+    /// This end received the data.
+    Receive,
+}
+
+/// System-call counters of an active end's socket (`netblt bench --json`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct IoCounters {
+    /// `sendmmsg`/`sendmsg` calls.
+    pub send_syscalls: u64,
+    /// `recvmmsg` calls.
+    pub recv_syscalls: u64,
+    /// Times segmentation offload (GSO) was refused by the kernel and
+    /// turned off.
+    pub gso_fallbacks: u64,
+}
+
+/// The result of one transfer, whichever end and direction.
+///
+/// `error` is `None` exactly when the transfer succeeded: the connection
+/// ended well and the data were verified (BLAKE3 digest checked by the
+/// receiver before its last OK).
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct TransferReport {
+    /// The file's name as sent (relative path), or `sink`.
+    pub name: String,
+    /// The peer's address.
+    pub peer: String,
+    /// Which way data went from this end.
+    pub direction: Direction,
+    /// The file's size in bytes (without the 32-byte digest that follows it).
+    pub bytes: u64,
+    /// Negotiated DATA packets per burst.
+    pub burst_size: u16,
+    /// Negotiated milliseconds between bursts.
+    pub burst_interval_ms: u16,
+    /// Negotiated data bytes per DATA packet.
+    pub packet_size: u16,
+    /// Negotiated bytes per NETBLT buffer.
+    pub buffer_size: u32,
+    /// Negotiated buffers outstanding at once.
+    pub buffers: u16,
+    /// Data receiver: packets found missing (RESENDs, #LOSS as the protocol
+    /// sees it). Data sender: packets it was asked to resend (the sender
+    /// cannot see the receiver's counters).
+    pub lost: u64,
+    /// DATA packets sent again (#RXM).
+    pub retransmitted: u64,
+    /// Data timer expiries (DTMOS).
+    pub data_timeouts: u64,
+    /// Control packets sent.
+    pub control_packets: u64,
+    /// Control packets sent again.
+    pub control_retransmissions: u64,
+    /// NULL-ACK packets sent.
+    pub null_acks: u64,
+    /// Bytes over the time from the first DATA to the end, in bits per
+    /// second (only on success).
+    pub real_throughput_bps: Option<f64>,
+    /// RFC 1030's SPEED: the rate while buffers were flowing, in bits per
+    /// second (only on success).
+    pub steady_throughput_bps: Option<f64>,
+    /// The data were verified end to end.
+    pub verified: bool,
+    /// Seconds from start to end.
+    pub wall_time_s: f64,
+    /// CPU seconds in user mode spent by this process during the transfer
+    /// (a receiver reports the whole process's).
+    pub cpu_user_s: f64,
+    /// CPU seconds in the kernel, likewise.
+    pub cpu_sys_s: f64,
+    /// The data's BLAKE3 digest in hex, when known.
+    pub digest: Option<String>,
+    /// Malformed datagrams dropped by the connection.
+    pub malformed: u64,
+    /// Well-formed but unexpected packets ignored.
+    pub unexpected: u64,
+    /// Datagrams this end sent.
+    pub datagrams_sent: u64,
+    /// Datagrams this end received.
+    pub datagrams_received: u64,
+    /// Smoothed round-trip time, milliseconds.
+    pub srtt_ms: Option<f64>,
+    /// Why the transfer failed (`None`: it succeeded). Serialized as its
+    /// message.
+    #[serde(serialize_with = "error_message")]
+    pub error: Option<Error>,
+    /// Socket counters (active end only; not serialized).
+    #[serde(skip)]
+    pub io: Option<IoCounters>,
+}
+
+fn error_message<S: Serializer>(e: &Option<Error>, s: S) -> Result<S::Ok, S::Error> {
+    match e {
+        Some(e) => s.serialize_some(&e.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+impl TransferReport {
+    /// The transfer succeeded (and was verified).
+    pub fn succeeded(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// `Ok(self)` on success, else [`Error::Transfer`] holding it.
+    pub fn into_result(self) -> Result<TransferReport, Error> {
+        if self.error.is_none() {
+            Ok(self)
+        } else {
+            Err(Error::Transfer(Box::new(self)))
+        }
+    }
+
+    /// Builds the report of a finished transfer.
+    pub(crate) fn new(
+        t: &Transfer,
+        conn: &Connection,
+        peer: String,
+        wall: std::time::Duration,
+        cpu: (f64, f64),
+    ) -> TransferReport {
+        let st: Stats = conn.stats();
+        let p = t.params.unwrap_or(*conn.params());
+        let ok = t.succeeded(conn);
+        let bytes = t.size.unwrap_or(0);
+        let real = if t.sender {
+            st.real_throughput_bps()
+        } else {
+            match (st.started_at, st.completed_at) {
+                (Some(a), Some(b)) if b > a => Some(bytes as f64 * 8.0 / (b - a).as_secs_f64()),
+                _ => None,
+            }
+        };
+        let error = if ok {
+            None
+        } else if let Some(e) = &t.app_error {
+            Some(Error::from(e.clone()))
+        } else if let Some(e) = &t.conn_error {
+            Some(Error::Failed(describe(e)))
+        } else if let Some(Err(e)) = conn.result() {
+            Some(Error::Failed(describe(e)))
+        } else {
+            Some(Error::from(AppError::new(
+                Kind::Failed,
+                "transfer did not complete",
+                "",
+            )))
+        };
+        TransferReport {
+            name: t.name.clone(),
+            peer,
+            direction: if t.sender {
+                Direction::Send
+            } else {
+                Direction::Receive
+            },
+            bytes,
+            burst_size: p.burst_size,
+            burst_interval_ms: p.burst_interval_ms,
+            packet_size: p.packet_size,
+            buffer_size: p.buffer_size,
+            buffers: p.max_buffers,
+            lost: if t.sender {
+                st.data_packets_retransmitted
+            } else {
+                st.data_packets_lost
+            },
+            retransmitted: st.data_packets_retransmitted,
+            data_timeouts: st.data_timeouts,
+            control_packets: st.control_packets_sent,
+            control_retransmissions: st.control_retransmissions,
+            null_acks: st.null_acks_sent,
+            real_throughput_bps: if ok { real } else { None },
+            steady_throughput_bps: if ok { st.steady_throughput_bps() } else { None },
+            verified: ok,
+            wall_time_s: wall.as_secs_f64(),
+            cpu_user_s: cpu.0,
+            cpu_sys_s: cpu.1,
+            digest: t.digest.map(|d| hex(&d)),
+            malformed: st.malformed,
+            unexpected: st.unexpected,
+            datagrams_sent: st.datagrams_sent,
+            datagrams_received: st.datagrams_received,
+            srtt_ms: st.srtt.map(|d| d.as_secs_f64() * 1e3),
+            error,
+            io: None,
+        }
+    }
+}
+
+/// A connection error in the user's words (the death timer's value is said).
+fn describe(e: &netblt_proto::ConnectionError) -> String {
+    use netblt_proto::ConnectionError as E;
+    match e {
+        E::DeathTimeout { timeout } => format!(
+            "peer silent for {} s (death timer)",
+            timeout.as_secs().max(1)
+        ),
+        E::OpenTimeout { attempts } => {
+            format!("no answer after {attempts} OPEN packets (host down or port filtered?)")
+        }
+        E::Refused { reason } => format!("refused by peer: {reason}"),
+        E::PeerAborted { reason } => format!("aborted by peer: {reason}"),
+        other => other.to_string(),
+    }
+}
