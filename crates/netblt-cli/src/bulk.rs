@@ -25,10 +25,13 @@ impl BulkSender for NetbltBulk {
             max_buffers: 8,
             checksum_data: false,
         };
+        // A load generator sends at the rate it was given.
         let common = CommonFlags {
             death_timer: 10,
             raw_ip: false,
             json: false,
+            policy: "fixed".into(),
+            min_rate: None,
         };
         let report = crate::commands::bench::bench(peer, bytes, params, &common, true)
             .map_err(|e| e.to_string())?;

@@ -19,10 +19,10 @@ use crate::units::{parse_rate, parse_size};
 /// passive end may only make values more restrictive).
 #[derive(Debug, Clone, Args)]
 pub struct ParamFlags {
-    /// Data rate in bits per second (e.g. 800M, 2.5G), turned into a burst
-    /// size per 1 ms burst interval (or a longer interval for slow rates).
-    /// Default 10G: as fast as the hosts allow on a LAN. NETBLT does no
-    /// congestion control: set this below the path's capacity.
+    /// Maximum data rate in bits per second (e.g. 800M, 2.5G); with
+    /// `--policy fixed`, the rate itself (turned into a burst size per 1 ms
+    /// burst interval, or a longer interval for slow rates). Default 10G:
+    /// the adaptive controller finds the path's rate below it.
     #[arg(long, value_parser = parse_rate, conflicts_with_all = ["burst_size", "burst_interval"])]
     pub rate: Option<u64>,
     /// DATA packets per burst (RFC 998's burst size); needs --burst-interval.
@@ -39,8 +39,9 @@ pub struct ParamFlags {
     /// Bytes per NETBLT buffer (e.g. 1MiB, 256k).
     #[arg(long, value_parser = parse_size, default_value = "1MiB")]
     pub buffer_size: u64,
-    /// Buffers outstanding at once (NBUFS).
-    #[arg(long, default_value_t = 8)]
+    /// Buffers outstanding at once (NBUFS): the most the sender may have in
+    /// flight. An adaptive sender keeps only what the path holds.
+    #[arg(long, default_value_t = 32)]
     pub buffers: u16,
     /// Checksum DATA packet data (RFC 998's C flag): on or off. Default:
     /// off over UDP, whose own checksum already covers every datagram (and
@@ -64,6 +65,16 @@ pub struct CommonFlags {
     /// Print one JSON object per transfer instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Rate control when this end sends: `fair` finds the path's rate,
+    /// keeps it on noisy links and shares it with other flows; `background`
+    /// yields to other traffic as soon as a queue builds (LEDBAT-style);
+    /// `fixed` sends at --rate, as RFC 998 does (only for paths you own).
+    #[arg(long, default_value = "fair", value_parser = ["fair", "background", "fixed"])]
+    pub policy: String,
+    /// Never send slower than this (bits/s, e.g. 5M), whatever the path
+    /// says (adaptive policies).
+    #[arg(long, value_parser = parse_rate)]
+    pub min_rate: Option<u64>,
 }
 
 impl ParamFlags {
@@ -106,6 +117,11 @@ impl CommonFlags {
     pub fn send_options(&self, params: TransferParams) -> netblt::SendOptions {
         let mut o = netblt::SendOptions::default();
         o.params = params;
+        o.policy = self.policy.parse().unwrap_or(netblt::Policy::Fair);
+        o.min_rate = self.min_rate;
+        // The offered burst rate is the ceiling (RFC 998: the passive end
+        // may only lower it).
+        o.rate = Some(params.rate_bps() as u64);
         o.death_timer = std::time::Duration::from_secs(u64::from(self.death_timer));
         o.raw_ip = self.raw_ip;
         o.stop = Some(crate::progress::stop_flag());

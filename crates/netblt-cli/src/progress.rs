@@ -67,7 +67,11 @@ impl Bar {
                 pb.set_length(s);
             }
             pb.set_position(p.bytes);
-            pb.set_message(format!("{} rxm {}", p.name, p.retransmitted));
+            let rate = match (p.rate_bps, p.rate_reason) {
+                (Some(r), Some(why)) => format!(" rate {:.1} Mb/s ({why})", r as f64 / 1e6),
+                _ => String::new(),
+            };
+            pb.set_message(format!("{} rxm {}{rate}", p.name, p.retransmitted));
         }));
     }
 

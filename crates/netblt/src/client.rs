@@ -233,7 +233,12 @@ fn run(
         remote,
         remote_port: remote.port(),
         raw: opts.raw_ip,
-        config: config(opts.offer(), death_secs(opts.death_timer), remote.is_ipv6()),
+        config: config(
+            opts.offer(),
+            death_secs(opts.death_timer),
+            remote.is_ipv6(),
+            opts.rate_config(),
+        ),
         mode,
         transfer_size,
         client,
@@ -247,6 +252,8 @@ fn run(
                 bytes: t.progress(),
                 total: t.size,
                 retransmitted: c.stats().data_packets_retransmitted,
+                rate_bps: c.rate_state().map(|r| r.rate_bps as u64),
+                rate_reason: c.rate_state().map(|r| r.reason.name()),
             });
         }
     };

@@ -67,9 +67,10 @@ pub use driver::passive::JunkCounts;
 pub use driver::socket::DEFAULT_PORT;
 pub use error::Error;
 pub use handler::{DataHandler, IncomingTransfer};
+pub use netblt_proto::{Policy, RateConfig};
 pub use options::{Progress, ProgressFn, ReceiverOptions, ReportFn, SendOptions};
 pub use receiver::{Receiver, ReceiverSummary};
-pub use report::{Direction, IoCounters, TransferReport};
+pub use report::{Direction, IoCounters, RateReport, TransferReport};
 
 /// The sans-IO protocol engine (`netblt-proto`), re-exported: `Connection`,
 /// `Endpoint`, `Config`, `TransferParams`, events and statistics.

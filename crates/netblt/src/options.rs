@@ -4,7 +4,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use netblt_proto::TransferParams;
+use netblt_proto::{Policy, RateConfig, TransferParams};
 
 use crate::app::params::DEFAULT_RATE;
 use crate::driver::passive::JunkCounts;
@@ -23,6 +23,12 @@ pub struct Progress {
     pub total: Option<u64>,
     /// DATA packets sent again so far.
     pub retransmitted: u64,
+    /// The data sender's current pacing rate (bits/s of data), when this end
+    /// sends with rate control on.
+    pub rate_bps: Option<u64>,
+    /// Why the rate is what it is (`startup`, `steady`, `congestion`,
+    /// `noise`, `cap`, ...), likewise.
+    pub rate_reason: Option<&'static str>,
 }
 
 /// Called with a transfer's [`Progress`] from the thread running it.
@@ -49,9 +55,16 @@ pub struct SendOptions {
     pub params: TransferParams,
     /// A data rate in bits per second: replaces `params`' burst size and
     /// interval by a burst per 1 ms (or longer, for slow rates) for this
-    /// rate at `params.packet_size`. NETBLT does no congestion control: set
-    /// it below the path's capacity. Default: `None` (use `params`).
+    /// rate at `params.packet_size`. With an adaptive [`policy`](Self::policy)
+    /// it is the maximum; with [`Policy::Fixed`] the rate itself. Default:
+    /// `None` (use `params`).
     pub rate: Option<u64>,
+    /// The rate controller (docs/decisions.md, R1): [`Policy::Fair`] finds
+    /// the path's rate and shares it, [`Policy::Background`] yields to other
+    /// traffic, [`Policy::Fixed`] is RFC 998's fixed rate. Default `Fair`.
+    pub policy: Policy,
+    /// Never pace slower than this (bits/s; adaptive policies). Default none.
+    pub min_rate: Option<u64>,
     /// Silence after which the peer is declared dead (RFC 998's death
     /// timer; whole seconds, sent to the peer in OPEN). Default 10 s.
     pub death_timer: Duration,
@@ -78,10 +91,14 @@ impl Default for SendOptions {
                 buffer_size: 1 << 20,
                 burst_size,
                 burst_interval_ms,
-                max_buffers: 8,
+                // Enough for 100 Mb/s x 1.8 s with loss (an adaptive sender
+                // keeps only what the path holds in flight).
+                max_buffers: 32,
                 checksum_data: false,
             },
             rate: None,
+            policy: Policy::Fair,
+            min_rate: None,
             death_timer: Duration::from_secs(10),
             raw_ip: false,
             overwrite: false,
@@ -96,6 +113,8 @@ impl std::fmt::Debug for SendOptions {
         f.debug_struct("SendOptions")
             .field("params", &self.params)
             .field("rate", &self.rate)
+            .field("policy", &self.policy)
+            .field("min_rate", &self.min_rate)
             .field("death_timer", &self.death_timer)
             .field("raw_ip", &self.raw_ip)
             .field("overwrite", &self.overwrite)
@@ -124,6 +143,17 @@ impl SendOptions {
     }
 
     /// The parameters offered, with [`rate`](Self::rate) applied.
+    /// The rate controller's settings.
+    pub fn rate_config(&self) -> RateConfig {
+        RateConfig {
+            policy: self.policy,
+            max_bps: self.rate,
+            min_bps: self.min_rate.unwrap_or(0),
+            ..RateConfig::default()
+        }
+    }
+
+    /// The parameters offered in OPEN.
     pub fn offer(&self) -> TransferParams {
         let mut p = self.params;
         if let Some(r) = self.rate.filter(|&r| r > 0) {

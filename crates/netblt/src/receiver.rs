@@ -13,7 +13,7 @@ use netblt_proto::{Connection, Incoming, Mode};
 use crate::app::io_reason;
 use crate::app::meta::{encode_response, Request};
 use crate::app::names::resolve;
-use crate::app::params::{config, passive_limits};
+use crate::app::params::{config, passive_limits, passive_rate};
 use crate::app::sink::{Target, TempFile};
 use crate::app::source::Input;
 use crate::app::transfer::{Plan, Transfer};
@@ -124,6 +124,7 @@ fn passive_options(listen: SocketAddr, o: &ReceiverOptions) -> PassiveOptions {
             passive_limits(),
             death_secs(o.death_timer),
             listen.is_ipv6(),
+            passive_rate(),
         ),
     }
 }
@@ -226,7 +227,12 @@ impl Service for Policy {
     fn incoming(&mut self, inc: &Incoming, waker: &Arc<Waker>) -> Result<Accept<Transfer>, String> {
         let req = Request::decode(&inc.client)?;
         let (plan, name, size) = self.plan(inc, req)?;
-        let mut cfg = config(passive_limits(), death_secs(self.opts.death_timer), self.v6);
+        let mut cfg = config(
+            passive_limits(),
+            death_secs(self.opts.death_timer),
+            self.v6,
+            passive_rate(),
+        );
         cfg.params = passive_limits();
         Ok(Accept {
             config: Some(cfg),

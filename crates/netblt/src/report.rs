@@ -47,6 +47,27 @@ pub struct IoCounters {
     pub gso_fallbacks: u64,
 }
 
+/// What the data sender's rate controller believed when the transfer ended
+/// (docs/decisions.md, R1).
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct RateReport {
+    /// Pacing rate, bits/s of data.
+    pub rate_bps: f64,
+    /// Why the rate was what it was.
+    pub reason: &'static str,
+    /// Estimated bottleneck rate, bits/s of data (lost packets counted).
+    pub bottleneck_bps: Option<f64>,
+    /// Smallest round trip seen (the path without queues), milliseconds.
+    pub min_rtt_ms: Option<f64>,
+    /// Latest round-trip sample, milliseconds.
+    pub last_rtt_ms: Option<f64>,
+    /// Loss rate treated as link noise (0..1).
+    pub noise_loss: f64,
+    /// Rate cuts for congestion.
+    pub congestion_events: u64,
+}
+
 /// The result of one transfer, whichever end and direction.
 ///
 /// `error` is `None` exactly when the transfer succeeded: the connection
@@ -114,6 +135,8 @@ pub struct TransferReport {
     pub datagrams_received: u64,
     /// Smoothed round-trip time, milliseconds.
     pub srtt_ms: Option<f64>,
+    /// Data sender with rate control on: the rate controller at the end.
+    pub rate: Option<RateReport>,
     /// Why the transfer failed (`None`: it succeeded). Serialized as its
     /// message.
     #[serde(serialize_with = "error_message")]
@@ -216,6 +239,15 @@ impl TransferReport {
             datagrams_sent: st.datagrams_sent,
             datagrams_received: st.datagrams_received,
             srtt_ms: st.srtt.map(|d| d.as_secs_f64() * 1e3),
+            rate: conn.rate_state().map(|r| RateReport {
+                rate_bps: r.rate_bps,
+                reason: r.reason.name(),
+                bottleneck_bps: r.bottleneck_bps,
+                min_rtt_ms: r.min_rtt.map(|d| d.as_secs_f64() * 1e3),
+                last_rtt_ms: r.last_rtt.map(|d| d.as_secs_f64() * 1e3),
+                noise_loss: r.noise_loss,
+                congestion_events: r.congestion_events,
+            }),
             error,
             io: None,
         }

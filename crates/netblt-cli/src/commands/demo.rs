@@ -112,10 +112,13 @@ pub fn run_demo_on(o: &DemoOptions, r: DemoReceiver) -> Result<DemoResult, netbl
         .name("netblt-demo-recv".into())
         .spawn(move || receiver.sink())
         .map_err(|e| netblt::Error::Local(format!("thread: {e}")))?;
+    // No hand-set rate: the adaptive controller finds the path's.
     let common = CommonFlags {
         death_timer: o.death_timer,
         raw_ip: false,
         json: true,
+        policy: "fair".into(),
+        min_rate: None,
     };
     let sent = crate::commands::bench::bench(target, o.size, o.params, &common, true);
     if sent.is_err() {
@@ -174,7 +177,12 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
             "netblt demo: {} memory to memory over UDP on loopback, receiver and sender in one process",
             fmt_bytes(a.size)
         );
-        (header, run_demo(&o).map_err(CliError::from)?, params, None)
+        (
+            header,
+            run_demo(&o).map_err(CliError::from)?,
+            params,
+            Vec::new(),
+        )
     };
     if !a.json {
         println!("{header}");
@@ -218,9 +226,21 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
             },
             s.digest.as_deref().unwrap_or("-")
         );
-        if let Some((bps, secs)) = tcp {
+        if let Some(rr) = &s.rate {
             println!(
-                "kernel TCP (cubic) on the same path, for comparison: {} over {secs:.0} s (NETBLT's steady rate is {:.2}x that)",
+                "rate control ({}): {} at the end ({}), path estimate {}, base RTT {}, noise loss {:.2} %, {} congestion cuts",
+                "fair",
+                fmt_rate(rr.rate_bps),
+                rr.reason,
+                rr.bottleneck_bps.map_or("-".into(), fmt_rate),
+                rr.min_rtt_ms.map_or("-".into(), |m| format!("{m:.1} ms")),
+                rr.noise_loss * 100.0,
+                rr.congestion_events
+            );
+        }
+        for (cc, bps, secs) in tcp {
+            println!(
+                "kernel TCP ({cc}) on the same path, for comparison: {} over {secs:.0} s (NETBLT's steady rate is {:.2}x that)",
                 fmt_rate(bps),
                 s.steady_throughput_bps.map_or(0.0, |n| n / bps.max(1.0))
             );
@@ -251,7 +271,7 @@ type DemoRun = (
     String,
     DemoResult,
     netblt_proto::TransferParams,
-    Option<(f64, f64)>,
+    Vec<(&'static str, f64, f64)>,
 );
 
 /// Emulated path: the profile's links with `--loss` added, NETBLT offered
@@ -278,11 +298,9 @@ fn run_emulated(a: &DemoArgs) -> anyhow::Result<DemoRun> {
             link.loss = LossModel::Bernoulli { p: a.loss };
         }
     }
-    let mut flags = a.params.clone();
-    if flags.rate.is_none() && flags.burst_size.is_none() {
-        flags.rate = cfg.forward.rate_bps.map(|r| r / 10 * 9);
-    }
-    let params = flags.params(false)?;
+    // No hand-set rate: the adaptive controller finds the path's
+    // (docs/decisions.md, R1). `--rate` is only the ceiling.
+    let params = a.params.params(false)?;
     let emu = netblt_emu::Emulation::start(cfg).map_err(|e| {
         CliError::new(
             exit::EMULATOR,
@@ -303,9 +321,12 @@ fn run_emulated(a: &DemoArgs) -> anyhow::Result<DemoRun> {
         .map_err(CliError::from)?;
     let result = emu.enter_left(|| run_demo_on(&o, receiver));
     let tcp = if result.is_ok() {
-        tcp_on_path(&emu, right, 5.0)
+        ["cubic", "bbr"]
+            .into_iter()
+            .filter_map(|cc| tcp_on_path(&emu, right, 5.0, cc).map(|(bps, secs)| (cc, bps, secs)))
+            .collect()
     } else {
-        None
+        Vec::new()
     };
     let stats = emu.stop();
     if stats.failed {
@@ -322,12 +343,32 @@ fn run_emulated(a: &DemoArgs) -> anyhow::Result<DemoRun> {
     Ok((header, r, params, tcp))
 }
 
+/// Picks the socket's TCP congestion control (Linux `TCP_CONGESTION`; the
+/// kernel's default stays if the algorithm is not available).
+fn set_congestion_control(s: &std::net::TcpStream, name: &str) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid socket descriptor and a buffer of the given length.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr().cast(),
+            name.len() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        eprintln!("netblt demo: TCP {name} not available here; the kernel's default was used");
+    }
+}
+
 /// Kernel TCP over the emulated path for `secs` seconds: (bits per second
 /// received, seconds).
 fn tcp_on_path(
     emu: &netblt_emu::Emulation,
     right: std::net::IpAddr,
     secs: f64,
+    congestion_control: &str,
 ) -> Option<(f64, f64)> {
     use std::io::{Read, Write};
     use std::time::{Duration, Instant};
@@ -363,6 +404,7 @@ fn tcp_on_path(
         let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3)) else {
             return;
         };
+        set_congestion_control(&s, congestion_control);
         let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
         let block = vec![0x42u8; 1 << 16];
         let t0 = Instant::now();

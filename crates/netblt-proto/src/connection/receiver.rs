@@ -608,12 +608,10 @@ impl Receiver {
             // A tail past the highest packet may simply not be sent yet (a
             // sender slower than negotiated); it is asked for, not counted.
             for &p in &missing {
-                // FEEDBACK counted holes below the highest packet on arrival;
-                // a missing tail or a packet missing again is new loss.
-                let tail = b.highest.is_none_or(|h| u32::from(p) > h);
-                if tail || b.requested.get(usize::from(p)) {
-                    self.feedback.on_lost(1);
-                }
+                // FEEDBACK counts only holes below the highest packet, on
+                // arrival: a timer's RESEND can name packets still on their
+                // way (tails, whole buffers after a pause), and counting
+                // those as loss made noise of nothing.
                 let known = b.count.is_some() || highest.is_some_and(|h| usize::from(p) < h);
                 if known && b.requested.insert(usize::from(p)) {
                     stats.data_packets_lost += 1;

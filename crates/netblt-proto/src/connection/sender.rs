@@ -32,6 +32,8 @@ struct SendRecord {
     /// Send time of the packet that report echoed.
     first_sent_at: Instant,
     app_limited: bool,
+    /// Sent again: an echo may be of the first copy (Karn), no RTT sample.
+    again: bool,
 }
 
 #[derive(Debug)]
@@ -257,8 +259,10 @@ impl Sender {
         };
         if let Some(r) = rec {
             let rtt = now.saturating_duration_since(r.at).saturating_sub(hold);
-            sample.rtt = Some(rtt);
-            self.fb.last_rtt = Some(rtt);
+            if !r.again {
+                sample.rtt = Some(rtt);
+                self.fb.last_rtt = Some(rtt);
+            }
             sample.echoed_sent_at = Some(r.at);
             sample.app_limited = r.app_limited;
             let ack_elapsed = now.saturating_duration_since(r.delivered_at);
@@ -539,7 +543,9 @@ impl Sender {
                 b.sent = vec![None; b.count as usize];
             }
             if let Some(slot) = b.sent.get_mut(p as usize) {
+                let again = slot.is_some();
                 *slot = Some(SendRecord {
+                    again,
                     at: now,
                     delivered: self.fb.delivered,
                     delivered_at: self.fb.delivered_at,
