@@ -42,15 +42,17 @@ pub fn send_file(
     opts: &SendOptions,
 ) -> Result<TransferReport, Error> {
     let path = path.as_ref();
-    let mut files = walk(&[path.to_path_buf()])
-        .map_err(|e| Error::Local(format!("{}: {}", path.display(), io_reason(&e))))?;
-    match files.pop() {
-        Some((p, name)) if files.is_empty() && p == path => send_file_as(path, &name, addr, opts),
-        _ => Err(Error::InvalidOptions(format!(
+    if path.is_dir() {
+        return Err(Error::InvalidOptions(format!(
             "{}: is a directory (use send_dir)",
             path.display()
-        ))),
+        )));
     }
+    let (p, name) = walk(&[path.to_path_buf()])
+        .map_err(|e| Error::Local(format!("{}: {}", path.display(), io_reason(&e))))?
+        .pop()
+        .ok_or_else(|| Error::Local(format!("{}: no such file", path.display())))?;
+    send_file_as(p, &name, addr, opts)
 }
 
 /// Sends one file under the given name (a relative path with `/`
