@@ -228,8 +228,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
         );
         if let Some(rr) = &s.rate {
             println!(
-                "rate control ({}): {} at the end ({}), path estimate {}, base RTT {}, noise loss {:.2} %, {} congestion cuts",
-                "fair",
+                "rate control (fair): {} at the end ({}), path estimate {}, base RTT {}, noise loss {:.2} %, {} congestion cuts",
                 fmt_rate(rr.rate_bps),
                 rr.reason,
                 rr.bottleneck_bps.map_or("-".into(), fmt_rate),
