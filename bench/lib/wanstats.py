@@ -3,6 +3,7 @@
 
     wanstats.py row DIR KEY=VALUE...   -> one JSON row on stdout
     wanstats.py summary ROWS.jsonl META.json OUT.json -> table on stdout
+    wanstats.py resummary OLD.json OUT.json  -> the tables again from stored runs
 
 A run directory holds what one emulated run left: emu.json (`netblt emu
 --json`), send.json (`netblt bench --json`) or cli.json (`iperf3 -J`),
@@ -121,6 +122,13 @@ def row(d, kv):
             r["cc_used"] = end.get("sender_tcp_congestion")
             st = (end.get("streams") or [{}])[0].get("sender", {})
             r["srtt_ms"] = st.get("mean_rtt", 0) / 1e3 if st.get("mean_rtt") else None
+    # The sender's "lost" counts packets asked for again; what the path
+    # really dropped is the emulator's forward drops (data, plus the few
+    # pings and NULL-ACKs among them).
+    drops = (r.get("queue_drops") or 0) + (r.get("random_drops") or 0)
+    r["link_drops"] = drops if emu else None
+    rx = r.get("retransmitted")
+    r["rxm_over_drops"] = rx / drops if emu and drops and rx is not None else None
     g = r.get("goodput_bps")
     r["norm"] = g / (rate * (1 - p) * r["eff"]) if g and r.get("eff") else None
     if r.get("startup_s") is not None:
@@ -139,9 +147,21 @@ def f(v, fmt, none="-"):
     return none if v is None else fmt % v
 
 
-def summary(rows_path, meta_path, out_path):
-    rows = [json.loads(l) for l in open(rows_path) if l.strip()]
-    meta = load(meta_path) or {}
+def derive(r):
+    """Fields computed from others (also for rows stored by older versions)."""
+    if "rxm_over_drops" not in r and "queue_drops" in r:
+        drops = (r.get("queue_drops") or 0) + (r.get("random_drops") or 0)
+        r["link_drops"] = drops
+        rx = r.get("retransmitted")
+        r["rxm_over_drops"] = rx / drops if drops and rx is not None else None
+    return r
+
+
+def summary(rows_path, meta_path, out_path, rows=None, meta=None):
+    if rows is None:
+        rows = [json.loads(l) for l in open(rows_path) if l.strip()]
+        meta = load(meta_path) or {}
+    rows = [derive(r) for r in rows]
     grid = [r for r in rows if r.get("test") == "grid"]
     comp = [r for r in rows if r.get("test") == "completion"]
     contenders = []
@@ -150,7 +170,7 @@ def summary(rows_path, meta_path, out_path):
             contenders.append(r["contender"])
     cells = sorted({(r["rtt_ms"], r["loss_pct"]) for r in grid})
     keys = ("goodput_bps", "norm", "steady_bps", "datagrams_sent", "lost", "retransmitted",
-            "rxm_over_lost", "queue_drops", "queue_drop_frac", "offered_pkts", "qdelay_p95_ms",
+            "rxm_over_lost", "rxm_over_drops", "link_drops", "queue_drops", "queue_drop_frac", "offered_pkts", "qdelay_p95_ms",
             "ping_min_ms", "startup_s", "startup_rtts", "wall_time_s")
     agg = []
     for rtt, loss in cells:
@@ -183,15 +203,16 @@ def summary(rows_path, meta_path, out_path):
         print(line)
     print()
     print("Per contender: bottleneck queue drops / packets offered, p95 RTT - base (ping, ms),")
-    print("NETBLT datagrams sent / lost / retransmitted (rxm/lost), start-up to 90 % (s, 1 s resolution)")
-    print("%-6s %-6s %-10s %9s %9s %8s %9s %9s %6s %8s" % (
-        "RTT", "loss%", "contender", "qdrops", "qdrop%", "q95 ms", "sent", "lost", "rxm/l", "start s"))
+    print("NETBLT datagrams sent / lost (asked again) / retransmitted (TCP: iperf3's retransmits),")
+    print("retransmitted / packets the path dropped (queue + random), start-up to 90 % (s, 1 s resolution)")
+    print("%-6s %-6s %-10s %9s %7s %7s %9s %9s %9s %8s %7s" % (
+        "RTT", "loss%", "contender", "qdrops", "qdrop%", "q95 ms", "sent", "lost", "rxm", "rxm/drop", "start s"))
     for a in agg:
-        print("%-6s %-6s %-10s %9s %9s %8s %9s %9s %6s %8s" % (
+        print("%-6s %-6s %-10s %9s %7s %7s %9s %9s %9s %8s %7s" % (
             a["rtt_ms"], a["loss_pct"], a["contender"], f(a["queue_drops"], "%d"),
             f(a["queue_drop_frac"] and 100 * a["queue_drop_frac"], "%.2f"), f(a["qdelay_p95_ms"], "%.1f"),
-            f(a["datagrams_sent"], "%d"), f(a["lost"], "%d"), f(a["rxm_over_lost"], "%.2f"),
-            f(a["startup_s"], "%.0f")))
+            f(a["datagrams_sent"], "%d"), f(a["lost"], "%d"), f(a["retransmitted"], "%d"),
+            f(a["rxm_over_drops"], "%.2f"), f(a["startup_s"], "%.0f")))
     # The issue's targets, for the adaptive contender.
     checks = []
     if "adaptive" in contenders:
@@ -200,14 +221,14 @@ def summary(rows_path, meta_path, out_path):
             bbr = get(rtt, loss, "bbr", "norm")
             qd = get(rtt, loss, "adaptive", "qdelay_p95_ms")
             fr = get(rtt, loss, "adaptive", "queue_drop_frac")
-            rl = get(rtt, loss, "adaptive", "rxm_over_lost")
+            rl = get(rtt, loss, "adaptive", "rxm_over_drops")
             st = get(rtt, loss, "adaptive", "startup_s")
             c = {"rtt_ms": rtt, "loss_pct": loss,
                  "goodput_ge_0.95": None if n is None else n >= 0.95,
                  "ge_bbr": None if n is None or bbr is None else n >= bbr,
                  "queue_drops_le_1pct": None if fr is None else fr <= 0.01,
                  "qdelay_ok": None if qd is None else qd <= max(5.0, 0.1 * rtt),
-                 "rxm_over_lost_le_1.05": None if rl is None else rl <= 1.05,
+                 "rxm_over_drops_le_1.05": None if rl is None else rl <= 1.05,
                  # 1 s resolution: judged only where 10 RTT >= 3 s.
                  "startup_10rtt": None if st is None or rtt * 10 < 3000 else st <= rtt * 10 / 1e3}
             checks.append(c)
@@ -240,6 +261,10 @@ def main():
         print(json.dumps(row(sys.argv[2], kv)))
     elif len(sys.argv) == 5 and sys.argv[1] == "summary":
         summary(*sys.argv[2:])
+    elif len(sys.argv) == 4 and sys.argv[1] == "resummary":
+        # Tables again from a stored OUT.json (its runs and meta).
+        old = load(sys.argv[2])
+        summary(None, None, sys.argv[3], rows=old["runs"], meta=old["meta"])
     else:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
