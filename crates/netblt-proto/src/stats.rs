@@ -36,6 +36,10 @@ pub struct Stats {
     pub keepalives_sent: u64,
     /// Data receiver: FEEDBACK packets sent (rate-feedback extension).
     pub feedback_sent: u64,
+    /// Data sender with rate control: packets a RESEND asked for that were
+    /// sent less than a base round trip earlier (still in flight), not sent
+    /// again.
+    pub premature_resends: u64,
     /// Datagrams sent of any kind, and their bytes.
     pub datagrams_sent: u64,
     pub bytes_sent: u64,

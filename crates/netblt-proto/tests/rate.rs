@@ -109,9 +109,11 @@ fn keeps_the_rate_on_a_noisy_link() {
     let r = run(Policy::Fair, 8_000_000, 50.0 * MBIT, 20, 250_000, 0.05, 2);
     let st = r.pair.a.rate_state().unwrap();
     println!(
-        "goodput {:.1} Mb/s, drops {}, p95 queue {:?}, state {:?}",
+        "goodput {:.1} Mb/s, drops {}, random losses {}, rxm {}, p95 queue {:?}, state {:?}",
         r.goodput_bps / MBIT,
         r.drops,
+        r.pair.bottleneck.as_ref().unwrap().lost,
+        r.retransmitted,
         r.p95_queue,
         st
     );

@@ -727,7 +727,7 @@ impl Connection {
             return;
         };
         let events = &mut self.events;
-        s.on_control(c.iter(), &mut self.stats, |number, storage| {
+        s.on_control(now, c.iter(), &mut self.stats, |number, storage| {
             events.push_back(Event::BufferAcked { number, storage });
         });
         let dallying = self.state == State::Dallying;

@@ -349,6 +349,7 @@ impl Sender {
     /// OK'd buffer's number and storage.
     pub(crate) fn on_control<'a>(
         &mut self,
+        now: Instant,
         msgs: impl Iterator<Item = ControlMessageRef<'a>>,
         stats: &mut Stats,
         mut on_ok: impl FnMut(u32, Vec<u8>),
@@ -373,13 +374,33 @@ impl Sender {
                 ControlMessageRef::Resend {
                     buffer, packets, ..
                 } => {
+                    // With rate control on, a packet sent less than a base
+                    // round trip before this RESEND arrived cannot have
+                    // reached the receiver when it asked: it is in flight
+                    // (queued, or behind a pause of the sender), not lost.
+                    // Resending it would only add to the queue; if it is
+                    // lost after all, a later RESEND asks again.
+                    let in_flight_since =
+                        self.rate
+                            .as_ref()
+                            .and_then(|r| r.state().min_rtt)
+                            .map(|rtt| {
+                                now.saturating_duration_since(Instant::ZERO)
+                                    .saturating_sub(rtt)
+                            });
                     if let Some(b) = self.bufs.iter_mut().find(|b| b.number == buffer) {
                         b.go = true;
                         for p in packets.iter() {
                             // Decision Z14: a number past the buffer's end
                             // means the receiver lost our LDATA.
                             let p = u32::from(p).min(b.count - 1);
-                            if p < b.next_new {
+                            let recent = match (in_flight_since, b.sent.get(p as usize)) {
+                                (Some(since), Some(Some(rec))) => rec.at.since_zero() > since,
+                                _ => false,
+                            };
+                            if recent {
+                                stats.premature_resends += 1;
+                            } else if p < b.next_new {
                                 b.resend.insert(p as usize);
                             }
                         }

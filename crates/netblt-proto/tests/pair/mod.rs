@@ -30,6 +30,8 @@ pub struct Bottleneck {
     busy_until: Option<Instant>,
     pub offered: u64,
     pub dropped: u64,
+    /// Packets lost to random loss after the transmitter.
+    pub lost: u64,
     /// Queueing delay of every packet that went through, in microseconds.
     pub delays_us: Vec<u64>,
 }
@@ -223,6 +225,7 @@ impl Pair {
                 return;
             };
             if self.rng.random_bool(imp.loss) {
+                b.lost += 1;
                 return;
             }
             self.seq += 1;
