@@ -31,6 +31,8 @@ struct SendRecord {
     delivered_at: Instant,
     /// Send time of the packet that report echoed.
     first_sent_at: Instant,
+    /// Packets reported lost when this packet left.
+    lost: u64,
     app_limited: bool,
     /// Sent again: an echo may be of the first copy (Karn), no RTT sample.
     again: bool,
@@ -251,6 +253,7 @@ impl Sender {
             rtt: None,
             echoed_sent_at: None,
             delivery_bps: None,
+            transmit_bps: None,
             app_limited: false,
             arrived: u64::from(d_pkts),
             lost: u64::from(d_lost),
@@ -271,6 +274,9 @@ impl Sender {
             let bytes = self.fb.delivered.saturating_sub(r.delivered);
             if interval > 0.0 && r.delivered_at > Instant::ZERO {
                 sample.delivery_bps = Some(bytes as f64 * 8.0 / interval);
+                let lost =
+                    self.fb.lost_total.saturating_sub(r.lost) * u64::from(self.params.packet_size);
+                sample.transmit_bps = Some((bytes + lost) as f64 * 8.0 / interval);
             }
             self.fb.first_sent_at = r.at;
         }
@@ -571,6 +577,7 @@ impl Sender {
                     delivered: self.fb.delivered,
                     delivered_at: self.fb.delivered_at,
                     first_sent_at: self.fb.first_sent_at,
+                    lost: self.fb.lost_total,
                     app_limited: self.fb.sent_packets < self.fb.app_limited_until,
                 });
             }

@@ -119,6 +119,10 @@ pub struct RateSample {
     /// delivered since the echoed packet was sent, over the longer of the
     /// send and acknowledgment intervals.
     pub delivery_bps: Option<f64>,
+    /// As `delivery_bps`, with the packets found lost over the same interval
+    /// counted as if delivered: what went through the path, noise losses
+    /// included.
+    pub transmit_bps: Option<f64>,
     /// The sample was taken while the sender had nothing to send for part of
     /// the interval, so it may understate the path.
     pub app_limited: bool,

@@ -21,9 +21,11 @@
 //!   while a queue stands is *congestion*: the rate estimate is cut to 90 %
 //!   of what was delivered (BBRv2's reaction to loss, kept only for loss the
 //!   queue explains).
-//! * **Gentle probing.** PROBE-UP paces at 1.25x for two rounds and goes on
-//!   while the delivery rate keeps growing (so a freed path is found in a
-//!   few rounds); CRUISE drains a standing queue it finds, unless draining
+//! * **Gentle probing.** PROBE-UP paces at 1.1x for one round, holds for
+//!   one round while the answer comes back, and while the delivery rate
+//!   keeps growing probes again with a larger gain (x1.25 each time, up to
+//!   2x), so a freed path is found in a few rounds while a probe that finds
+//!   nothing queues only a tenth of a round trip; CRUISE drains a standing queue it finds, unless draining
 //!   did not shrink it (the queue is someone else's: a loss-based TCP fills
 //!   any queue, and yielding to it would starve us).
 //! * **Background** (LEDBAT, RFC 6817, in spirit): any standing queue above
@@ -41,8 +43,12 @@ const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
 /// STARTUP's gain: 2/ln 2 doubles the delivery rate every round (BBR).
 const STARTUP_GAIN: f64 = 2.885;
 const DRAIN_GAIN: f64 = 1.0 / STARTUP_GAIN;
-const PROBE_UP_GAIN: f64 = 1.25;
-const PROBE_DOWN_GAIN: f64 = 0.75;
+/// The first probe's gain: small, so that a probe finding nothing queues
+/// only a tenth of a round trip.
+const PROBE_UP_GAIN: f64 = 1.1;
+/// Each probe that found more raises the next one's gain, up to this
+/// (BBRv2's PROBE_UP also grows its step exponentially while it succeeds).
+const PROBE_UP_MAX_GAIN: f64 = 2.0;
 /// Bytes in flight allowed, in base round trips of the estimated rate.
 const CWND_GAIN: f64 = 2.0;
 /// Congestion cut: what is kept of the delivered rate.
@@ -93,6 +99,7 @@ pub struct Model {
     now: Instant,
     probe_rounds: u32,
     probe_base: f64,
+    probe_gain: f64,
     /// Queue seen when PROBE-DOWN began.
     queue_before_drain: Option<Duration>,
     /// Rounds during which a standing queue is known not to be ours.
@@ -136,6 +143,7 @@ impl Model {
             now: Instant::ZERO,
             probe_rounds: 0,
             probe_base: 0.0,
+            probe_gain: PROBE_UP_GAIN,
             queue_before_drain: None,
             foreign_rounds: 0,
             inflight: 0,
@@ -185,14 +193,16 @@ impl Model {
             Phase::Drain => DRAIN_GAIN,
             Phase::Cruise => 1.0,
             // One round up, one round at 1.0 while the answer comes back.
-            Phase::ProbeUp if self.probe_rounds % 2 == 0 => PROBE_UP_GAIN,
+            Phase::ProbeUp if self.probe_rounds % 2 == 0 => self.probe_gain,
             Phase::ProbeUp => 1.0,
-            Phase::ProbeDown => PROBE_DOWN_GAIN,
+            // Drain what the last probe queued, and a little more.
+            Phase::ProbeDown => (2.0 - self.probe_gain - 0.05).clamp(0.5, 0.9),
         }
     }
 
     fn enter_cruise(&mut self) {
         self.phase = Phase::Cruise;
+        self.probe_gain = PROBE_UP_GAIN;
         // Probe again after 4 to 8 rounds and 0.5 to 1 s, whichever is
         // later (BBR probes every 8 rounds, BBRv2 every 2 to 3 s: a probe
         // queues a quarter of a round trip for two rounds, so probing less
@@ -306,9 +316,12 @@ impl Model {
                 self.probe_rounds += 1;
                 // The delivery rate answers a pacing change one round later.
                 if self.probe_rounds % 2 == 0 {
-                    if self.bottleneck() >= self.probe_base * 1.1 && !standing {
-                        // More was there: keep climbing (a freed path).
+                    let found = self.bottleneck()
+                        >= self.probe_base * (1.0 + (self.probe_gain - 1.0) / 2.0);
+                    if found && !standing {
+                        // More was there: keep climbing, faster (a freed path).
                         self.probe_base = self.bottleneck();
+                        self.probe_gain = (self.probe_gain * 1.25).min(PROBE_UP_MAX_GAIN);
                     } else {
                         self.phase = Phase::ProbeDown;
                         self.probe_rounds = 0;
@@ -364,10 +377,33 @@ impl RateController for Model {
         if let Some(d) = s.delivery_bps.filter(|d| d.is_finite() && *d > 0.0) {
             self.r_max_delivery = self.r_max_delivery.max(d);
             // Packets lost to noise used the bottleneck too: count them, so
-            // that the rate fills the link rather than the link less its loss.
-            let adj = d / (1.0 - self.noise);
+            // that the rate fills the link rather than the link less its
+            // loss. Only while no queue stands: then loss is noise, not
+            // drops at a full queue. (Counting the losses measured over the
+            // sample, not dividing by the noise estimate, keeps the max
+            // filter from amplifying the estimate's own error.)
+            let queue_low = match (s.rtt, self.min_rtt) {
+                (Some(r), Some(m)) => r <= m + self.queue_threshold(),
+                _ => false,
+            };
+            let adj = match s.transmit_bps {
+                Some(t) if queue_low && t.is_finite() => t,
+                _ => d,
+            };
             if !s.app_limited || self.bw.get().is_none_or(|b| adj > b) {
                 self.bw.update(self.round, adj);
+            }
+        }
+        if self.phase == Phase::Startup && self.round >= 2 {
+            // HyStart++ (RFC 9406 §4.2): leave slow start as soon as a round
+            // trip grows by clamp(base/8, 4 ms, 16 ms), not a round later:
+            // a doubling rate fills a queue within one round.
+            if let (Some(rtt), Some(base)) = (s.rtt, self.min_rtt) {
+                let eta = (base / 8).clamp(Duration::from_millis(4), Duration::from_millis(16));
+                if rtt > base + eta {
+                    self.phase = Phase::Drain;
+                    self.reason = RateReason::Draining;
+                }
             }
         }
         if self.phase == Phase::Drain {
