@@ -120,7 +120,11 @@ impl Window {
     /// A congestion event (fast retransmit): returns the new ssthresh, which
     /// is also the window for the recovery.
     pub(crate) fn on_congestion(&mut self, flight: u64) -> f64 {
-        let flight = flight as f64;
+        // FlightSize, but never more than the window: after a long recovery
+        // the outstanding data can hold many segments already lost and not
+        // yet detected, and halving those would raise the window (Linux
+        // halves cwnd for the same reason).
+        let flight = (flight as f64).min(self.cwnd);
         self.acked_ca = 0.0;
         let ss = match self.kind {
             //# RFC 5681 (4): ssthresh = max (FlightSize / 2, 2*SMSS)

@@ -68,6 +68,8 @@ pub struct TcpSender {
     /// Send one retransmission now, whatever the window (fast retransmit,
     /// NewReno's partial ACK).
     force_retx: bool,
+    /// Partial ACKs seen in this fast recovery (NewReno).
+    partial_acks: u32,
     syn_due: bool,
     rtt: RttEstimator,
     rto_at: Option<Instant>,
@@ -93,6 +95,7 @@ impl TcpSender {
             dupacks: 0,
             reno_sacked: 0,
             force_retx: false,
+            partial_acks: 0,
             syn_due: true,
             rto_at: None,
             rtt_samples: Histogram::default(),
@@ -220,8 +223,19 @@ impl TcpSender {
                 self.reno_sacked = 0;
             }
             //# RFC 6298 (5.2)/(5.3): stop the timer when all data is
-            //# acknowledged, else restart it.
-            self.rto_at = (self.outstanding() > 0).then(|| self.rtt.deadline(now));
+            //# acknowledged, else restart it. RFC 6582 §3.2 step 5 (partial
+            //# ACK): "For the first partial ACK that arrives during fast
+            //# recovery, also reset the retransmit timer" -- the "Impatient"
+            //# variant: later partial ACKs leave it running, so a window
+            //# with many losses ends in a timeout instead of one repair per
+            //# round trip for seconds.
+            let later_partial = !sack_mode
+                && self.state == State::FastRecovery
+                && ack < self.recover
+                && self.partial_acks > 0;
+            if !later_partial || self.rto_at.is_none() {
+                self.rto_at = (self.outstanding() > 0).then(|| self.rtt.deadline(now));
+            }
             match self.state {
                 State::FastRecovery if ack >= self.recover => {
                     self.window.on_recovery_end();
@@ -234,6 +248,7 @@ impl TcpSender {
                         //# the first unacknowledged segment".
                         self.board.mark_head_lost();
                         self.force_retx = true;
+                        self.partial_acks += 1;
                     }
                 }
                 State::Loss => {
@@ -279,6 +294,7 @@ impl TcpSender {
             //# retransmit the first segment presumed dropped.
             self.recover = self.snd_nxt;
             self.window.on_congestion(self.outstanding());
+            self.partial_acks = 0;
             self.board.mark_head_lost();
             self.force_retx = true;
             self.state = State::FastRecovery;
