@@ -67,6 +67,59 @@ pub struct LinkConfig {
     pub frames: Option<FrameConfig>,
     /// Mahimahi-style delivery-opportunity trace (replaces `rate_bps`).
     pub trace: Option<DeliveryTrace>,
+    /// Changes of [`rate_bps`](Self::rate_bps) over time (a bottleneck whose
+    /// capacity steps, e.g. 100 -> 20 -> 100 Mb/s). Needs `rate_bps` (the rate
+    /// before the first step); times are on the caller's clock and must not
+    /// decrease. Packets already queued when a step comes are sent at the new
+    /// rate from then on, as on a real link.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rate_steps: Vec<RateStep>,
+    /// Queue discipline in front of the transmitter (drop-tail or CoDel).
+    /// [`queue_limit_bytes`](Self::queue_limit_bytes) still caps the queue
+    /// under either.
+    #[serde(skip_serializing_if = "Aqm::is_drop_tail")]
+    pub aqm: Aqm,
+}
+
+/// From `at` on, the link serializes at `rate_bps`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateStep {
+    /// When the new rate takes effect (since the start of the run).
+    pub at: Duration,
+    /// The new rate in bits per second (positive).
+    pub rate_bps: u64,
+}
+
+/// Active queue management in front of the transmitter.
+#[derive(Clone, Copy, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Aqm {
+    /// Only the byte limit: a packet is refused when the queue is full.
+    #[default]
+    DropTail,
+    /// CoDel (RFC 8289): drops at the head when the packets' sojourn time
+    /// has stayed above `target` for at least `interval`.
+    Codel {
+        /// Acceptable standing queue delay (RFC 8289 §4.4: 5 ms).
+        target: Duration,
+        /// Sliding window for the minimum (RFC 8289 §4.3: 100 ms, "on the
+        /// order of a worst-case RTT").
+        interval: Duration,
+    },
+}
+
+impl Aqm {
+    /// CoDel with RFC 8289's defaults: target 5 ms, interval 100 ms.
+    pub const CODEL: Aqm = Aqm::Codel {
+        target: Duration::from_millis(5),
+        interval: Duration::from_millis(100),
+    };
+
+    /// Whether this is plain drop-tail.
+    pub fn is_drop_tail(&self) -> bool {
+        matches!(self, Aqm::DropTail)
+    }
 }
 
 /// Whole-packet loss process.
@@ -189,6 +242,9 @@ pub enum ConfigError {
     /// The delivery trace was malformed.
     #[error("delivery trace: {0}")]
     Trace(#[from] TraceError),
+    /// `rate_steps` was set without `rate_bps`, or its times went backwards.
+    #[error("rate_steps: {0}")]
+    RateSteps(&'static str),
 }
 
 fn check_prob(field: &'static str, value: f64) -> Result<(), ConfigError> {
@@ -281,6 +337,35 @@ impl LinkConfig {
         }
         if let Some(trace) = &self.trace {
             trace.validate()?;
+        }
+        if !self.rate_steps.is_empty() {
+            if self.rate_bps.is_none() {
+                return Err(ConfigError::RateSteps(
+                    "needs rate_bps (the rate before the first step)",
+                ));
+            }
+            let mut prev = Duration::ZERO;
+            for step in &self.rate_steps {
+                if step.rate_bps == 0 {
+                    return Err(ConfigError::Zero {
+                        field: "rate_steps.rate_bps",
+                    });
+                }
+                check_duration("rate_steps.at", step.at)?;
+                if step.at < prev {
+                    return Err(ConfigError::RateSteps("times must not decrease"));
+                }
+                prev = step.at;
+            }
+        }
+        if let Aqm::Codel { target, interval } = self.aqm {
+            check_duration("aqm.target", target)?;
+            check_duration("aqm.interval", interval)?;
+            if interval.is_zero() {
+                return Err(ConfigError::Zero {
+                    field: "aqm.interval",
+                });
+            }
         }
         Ok(())
     }

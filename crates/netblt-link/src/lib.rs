@@ -18,11 +18,14 @@
 //!
 //! 1. **MTU**: larger packets are dropped ([`DropReason::Mtu`]).
 //! 2. **Queue**: a drop-tail limit on bytes accepted but not yet fully
-//!    transmitted ([`DropReason::Queue`]).
+//!    transmitted ([`DropReason::Queue`]), and optionally CoDel (RFC 8289,
+//!    [`Aqm`], [`DropReason::Aqm`]), decided when the packet is offered from
+//!    the sojourn time it will have (see the `codel` module).
 //! 3. **Transmitter**: a constant bit rate, a slotted channel of fixed-size
 //!    frames (the Wideband satellite network of RFC 1030), or a mahimahi
 //!    delivery-opportunity trace. Departure times come from the
-//!    transmitter's own "busy until" clock, never from when the caller
+//!    transmitter's own "busy until" clock (the rate may step over time,
+//!    [`RateStep`]), never from when the caller
 //!    happened to call, so a late caller cannot turn into rate error; the
 //!    rate clock keeps the fractional nanosecond, so a million back-to-back
 //!    packets end exactly where `N * len * 8 / rate` says.
@@ -62,6 +65,7 @@
 //! # Ok::<(), netblt_link::ConfigError>(())
 //! ```
 
+mod codel;
 pub mod config;
 mod link;
 pub mod profiles;
@@ -69,7 +73,7 @@ mod stats;
 pub mod trace;
 mod transmitter;
 
-pub use config::{ConfigError, DelaySpike, FrameConfig, LinkConfig, LossModel};
+pub use config::{Aqm, ConfigError, DelaySpike, FrameConfig, LinkConfig, LossModel, RateStep};
 pub use link::{packet_error_rate, Delivery, DropReason, Fate, Link};
 pub use stats::{DropCounts, LinkStats};
 pub use trace::{DeliveryTrace, TraceError};

@@ -7,7 +7,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigError, LinkConfig, LossModel};
+use crate::codel::Codel;
+use crate::config::{Aqm, ConfigError, LinkConfig, LossModel};
 use crate::stats::LinkStats;
 use crate::transmitter::Transmitter;
 
@@ -18,6 +19,9 @@ pub enum DropReason {
     Mtu,
     /// The drop-tail queue was full. Not transmitted.
     Queue,
+    /// Dropped by the queue's AQM (CoDel) when it reached the head. Not
+    /// transmitted.
+    Aqm,
     /// Lost by [`LinkConfig::loss`] (after using the transmitter).
     Loss,
     /// Hit by a bit error, [`LinkConfig::ber`] (after using the transmitter).
@@ -89,6 +93,7 @@ pub struct Link {
     /// delivered before it.
     fifo_floor: u64,
     ge_bad: bool,
+    codel: Option<Codel>,
     stats: LinkStats,
 }
 
@@ -98,14 +103,18 @@ impl Link {
         cfg.validate()?;
         Ok(Link {
             tx: Transmitter::new(&cfg),
-            cfg,
             rng: ChaCha8Rng::seed_from_u64(seed),
             queue: VecDeque::new(),
             queued: 0,
             last_now: 0,
             fifo_floor: 0,
             ge_bad: false,
+            codel: match cfg.aqm {
+                Aqm::DropTail => None,
+                Aqm::Codel { target, interval } => Some(Codel::new(target, interval)),
+            },
             stats: LinkStats::default(),
+            cfg,
         })
     }
 
@@ -130,10 +139,31 @@ impl Link {
             .fold(0usize, |acc, &(_, len)| acc.saturating_add(len))
     }
 
+    /// Bytes accepted whose transmission has not ended by `now`, like
+    /// [`queued_bytes`](Self::queued_bytes) but in amortized constant time
+    /// (it forgets what has left, as [`offer`](Self::offer) does). `now`
+    /// follows the same rule as in `offer`.
+    pub fn backlog_bytes(&mut self, now: Duration) -> usize {
+        let now_ns = nanos(now).max(self.last_now);
+        self.last_now = now_ns;
+        self.purge(now_ns);
+        self.queued
+    }
+
+    fn purge(&mut self, now_ns: u64) {
+        while let Some(&(end, old)) = self.queue.front() {
+            if end > now_ns {
+                break;
+            }
+            self.queue.pop_front();
+            self.queued = self.queued.saturating_sub(old);
+        }
+    }
+
     /// Offers a packet of `len` bytes (as on the wire) to the transmitter at
     /// `now` and decides its fate.
     ///
-    /// Steps, in order: MTU check, drop-tail queue check, transmission (uses
+    /// Steps, in order: MTU check, drop-tail queue check, AQM, transmission (uses
     /// capacity even if the packet is later lost), then loss, bit errors,
     /// corruption, duplication, reordering, delay spikes, delay and jitter.
     pub fn offer(&mut self, now: Duration, len: usize) -> Fate {
@@ -146,16 +176,19 @@ impl Link {
         if self.cfg.mtu.is_some_and(|mtu| len > mtu) {
             return self.dropped(DropReason::Mtu, now_d, now_d);
         }
-        while let Some(&(end, old)) = self.queue.front() {
-            if end > now_ns {
-                break;
-            }
-            self.queue.pop_front();
-            self.queued = self.queued.saturating_sub(old);
-        }
+        self.purge(now_ns);
         if let Some(limit) = self.cfg.queue_limit_bytes {
             if self.queued.saturating_add(len) > limit {
                 return self.dropped(DropReason::Queue, now_d, now_d);
+            }
+        }
+        if let Some(codel) = self.codel.as_mut() {
+            // The packet reaches the head when the transmitter is free for
+            // it; CoDel judges it then (see the `codel` module).
+            let head = self.tx.peek_start(now_ns);
+            if codel.drop_at_head(head, head - now_ns.min(head), self.queued, len) {
+                let at = Duration::from_nanos(head);
+                return self.dropped(DropReason::Aqm, at, at);
             }
         }
 

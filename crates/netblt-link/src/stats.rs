@@ -12,6 +12,9 @@ pub struct DropCounts {
     pub mtu: u64,
     /// Refused by the full drop-tail queue.
     pub queue: u64,
+    /// Dropped by the AQM (CoDel).
+    #[serde(default)]
+    pub aqm: u64,
     /// Lost by the loss model.
     pub loss: u64,
     /// Hit by a bit error (discarded by the link CRC).
@@ -21,7 +24,7 @@ pub struct DropCounts {
 impl DropCounts {
     /// Sum over all reasons.
     pub fn total(&self) -> u64 {
-        self.mtu + self.queue + self.loss + self.bit_error
+        self.mtu + self.queue + self.aqm + self.loss + self.bit_error
     }
 
     /// Count for one reason.
@@ -29,6 +32,7 @@ impl DropCounts {
         match reason {
             DropReason::Mtu => self.mtu,
             DropReason::Queue => self.queue,
+            DropReason::Aqm => self.aqm,
             DropReason::Loss => self.loss,
             DropReason::BitError => self.bit_error,
         }
@@ -38,6 +42,7 @@ impl DropCounts {
         let slot = match reason {
             DropReason::Mtu => &mut self.mtu,
             DropReason::Queue => &mut self.queue,
+            DropReason::Aqm => &mut self.aqm,
             DropReason::Loss => &mut self.loss,
             DropReason::BitError => &mut self.bit_error,
         };

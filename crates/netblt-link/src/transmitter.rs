@@ -30,6 +30,10 @@ pub(crate) enum Transmitter {
         rate: u64,
         busy_ns: u64,
         busy_rem: u64,
+        /// Future rate changes, (time ns, rate), in time order; `next_step`
+        /// is the first not yet in force.
+        steps: Vec<(u64, u64)>,
+        next_step: usize,
     },
     /// Slotted channel (see [`FrameConfig`]).
     Frames {
@@ -94,8 +98,80 @@ impl Transmitter {
                 rate: rate.max(1),
                 busy_ns: 0,
                 busy_rem: 0,
+                steps: cfg
+                    .rate_steps
+                    .iter()
+                    .map(|s| {
+                        (
+                            u64::try_from(s.at.as_nanos()).unwrap_or(u64::MAX),
+                            s.rate_bps.max(1),
+                        )
+                    })
+                    .collect(),
+                next_step: 0,
             },
             None => Transmitter::Infinite,
+        }
+    }
+
+    /// When a packet offered at `now` would start to go out, without placing
+    /// it (the AQM needs the sojourn time before deciding). Exact for the
+    /// rate transmitter; for frames and traces the start of the next frame or
+    /// opportunity with room, as [`transmit`](Self::transmit) would pick for a
+    /// packet that fits.
+    pub(crate) fn peek_start(&self, now: u64) -> u64 {
+        match self {
+            Transmitter::Infinite => now,
+            Transmitter::Rate {
+                busy_ns, busy_rem, ..
+            } => {
+                if now > *busy_ns || (now == *busy_ns && *busy_rem == 0) {
+                    now
+                } else {
+                    ceil_ns(*busy_ns, *busy_rem)
+                }
+            }
+            Transmitter::Frames {
+                interval_ns,
+                bytes_per_frame,
+                frame,
+                used,
+            } => {
+                let now_frame = now / *interval_ns;
+                if now_frame > *frame || *used < *bytes_per_frame {
+                    now_frame.max(*frame).saturating_mul(*interval_ns).max(now)
+                } else {
+                    frame.saturating_add(1).saturating_mul(*interval_ns)
+                }
+            }
+            Transmitter::Trace {
+                offsets_ns,
+                period_ns,
+                cycle,
+                idx,
+                left,
+            } => {
+                let n = offsets_ns.len().max(1);
+                let opp_time = |cycle: u64, idx: usize| -> u64 {
+                    cycle
+                        .saturating_mul(*period_ns)
+                        .saturating_add(offsets_ns.get(idx).copied().unwrap_or(0))
+                };
+                let (mut c, mut i) = (*cycle, *idx + usize::from(*left == 0));
+                if i >= n {
+                    c = c.saturating_add(1);
+                    i = 0;
+                }
+                if opp_time(c, i) < now {
+                    c = now / *period_ns;
+                    i = offsets_ns.partition_point(|&o| o < now % *period_ns);
+                    if i >= n {
+                        c = c.saturating_add(1);
+                        i = 0;
+                    }
+                }
+                opp_time(c, i)
+            }
         }
     }
 
@@ -110,19 +186,53 @@ impl Transmitter {
                 rate,
                 busy_ns,
                 busy_rem,
+                steps,
+                next_step,
             } => {
-                let rate = *rate;
                 if now > *busy_ns || (now == *busy_ns && *busy_rem == 0) {
                     // The medium is idle: start now, with no fractional carry.
                     *busy_ns = now;
                     *busy_rem = 0;
                 }
                 let start = ceil_ns(*busy_ns, *busy_rem);
-                let bits_ns = (len as u128) * 8 * NANOS_PER_SEC + u128::from(*busy_rem);
-                let whole = u64::try_from(bits_ns / u128::from(rate)).unwrap_or(u64::MAX);
-                *busy_ns = busy_ns.saturating_add(whole);
-                // The remainder is < rate, so it fits in u64.
-                *busy_rem = u64::try_from(bits_ns % u128::from(rate)).unwrap_or(0);
+                // Work left in bit-nanoseconds (bits * 1e9): dividing by the
+                // rate gives nanoseconds, whatever the rate in force.
+                let mut work = (len as u128) * 8 * NANOS_PER_SEC;
+                loop {
+                    let step = steps.get(*next_step).copied();
+                    if let Some((at, new_rate)) = step {
+                        if at <= *busy_ns {
+                            // A step takes effect: round the clock up to the
+                            // next whole nanosecond (the carry is in units of
+                            // the old rate) and go on at the new rate.
+                            *busy_ns = ceil_ns(*busy_ns, *busy_rem);
+                            *busy_rem = 0;
+                            *rate = new_rate;
+                            *next_step += 1;
+                            continue;
+                        }
+                    }
+                    let r = u128::from(*rate);
+                    let total = work + u128::from(*busy_rem);
+                    let end_ns = u128::from(*busy_ns) + total / r;
+                    let end_rem = total % r;
+                    if let Some((at, _)) = step {
+                        let at = u128::from(at);
+                        if end_ns > at || (end_ns == at && end_rem > 0) {
+                            // The packet is still going out when the rate
+                            // changes: send what fits before the step.
+                            let done = (at - u128::from(*busy_ns)) * r - u128::from(*busy_rem);
+                            work = work.saturating_sub(done);
+                            *busy_ns = u64::try_from(at).unwrap_or(u64::MAX);
+                            *busy_rem = 0;
+                            continue;
+                        }
+                    }
+                    *busy_ns = u64::try_from(end_ns).unwrap_or(u64::MAX);
+                    // The remainder is < rate, so it fits in u64.
+                    *busy_rem = u64::try_from(end_rem).unwrap_or(0);
+                    break;
+                }
                 Slot {
                     start,
                     end: ceil_ns(*busy_ns, *busy_rem),

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use netblt_link::{DelaySpike, DeliveryTrace, FrameConfig, Link, LinkConfig, LossModel};
+use netblt_link::{
+    Aqm, DelaySpike, DeliveryTrace, FrameConfig, Link, LinkConfig, LossModel, RateStep,
+};
 use proptest::prelude::*;
 
 fn prob() -> impl Strategy<Value = f64> {
@@ -48,6 +50,8 @@ prop_compose! {
         queue in proptest::option::of(0usize..100_000),
         frames in proptest::option::of((duration(), 0usize..5000)),
         trace in proptest::option::of(proptest::collection::vec(0u64..100, 0..8)),
+        steps in prop_oneof![3 => Just(Vec::new()), 1 => proptest::collection::vec(((0u64..2_000_000_000).prop_map(Duration::from_nanos), 0u64..2_000_000_000), 1..4)],
+        codel: bool,
     ) -> LinkConfig {
         LinkConfig {
             rate_bps: rate, delay, jitter, loss, ber, corrupt, duplicate, reorder, reorder_delay,
@@ -55,6 +59,9 @@ prop_compose! {
             mtu, queue_limit_bytes: queue,
             frames: frames.map(|(interval, bytes_per_frame)| FrameConfig { interval, bytes_per_frame }),
             trace: trace.map(|mut v| { v.sort_unstable(); DeliveryTrace { opportunities_ms: v } }),
+            // Steps without a rate are refused (tested in rate_aqm.rs); keep most configs valid.
+            rate_steps: { let mut steps = if rate.is_some() { steps } else { Vec::new() }; steps.sort_unstable(); steps }.into_iter().map(|(at, rate_bps)| RateStep { at, rate_bps }).collect(),
+            aqm: if codel { Aqm::CODEL } else { Aqm::DropTail },
         }
     }
 }

@@ -29,38 +29,47 @@ pub(crate) enum Event {
     Timer { side: Side, generation: u64 },
 }
 
-struct Scheduled {
+struct Scheduled<E> {
     at: Instant,
     seq: u64,
-    event: Event,
+    event: E,
 }
 
-impl PartialEq for Scheduled {
+impl<E> PartialEq for Scheduled<E> {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal
     }
 }
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
+impl<E> Eq for Scheduled<E> {}
+impl<E> PartialOrd for Scheduled<E> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for Scheduled {
+impl<E> Ord for Scheduled<E> {
     fn cmp(&self, other: &Self) -> Ordering {
         // Reversed: BinaryHeap is a max-heap and we want the earliest first.
         (other.at, other.seq).cmp(&(self.at, self.seq))
     }
 }
 
-#[derive(Default)]
-pub(crate) struct EventQueue {
-    heap: BinaryHeap<Scheduled>,
+/// The simulator's queue; the dumbbell uses it with its own event type.
+pub(crate) struct EventQueue<E = Event> {
+    heap: BinaryHeap<Scheduled<E>>,
     seq: u64,
 }
 
-impl EventQueue {
-    pub(crate) fn push(&mut self, at: Instant, event: Event) {
+impl<E> Default for EventQueue<E> {
+    fn default() -> Self {
+        EventQueue {
+            heap: BinaryHeap::new(),
+            seq: 0,
+        }
+    }
+}
+
+impl<E> EventQueue<E> {
+    pub(crate) fn push(&mut self, at: Instant, event: E) {
         self.seq += 1;
         self.heap.push(Scheduled {
             at,
@@ -73,7 +82,7 @@ impl EventQueue {
         self.heap.peek().map(|s| s.at)
     }
 
-    pub(crate) fn pop(&mut self) -> Option<(Instant, Event)> {
+    pub(crate) fn pop(&mut self) -> Option<(Instant, E)> {
         self.heap.pop().map(|s| (s.at, s.event))
     }
 

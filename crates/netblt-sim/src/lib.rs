@@ -50,12 +50,16 @@
 //! it is in steady state; `examples/sim_speed.rs` measures simulated packets
 //! per wall-clock second.
 
+pub mod dumbbell;
 mod event;
 mod host;
+pub mod metrics;
+mod netblt_nodes;
 mod node;
 mod path;
 mod sim;
 pub mod stream;
+pub mod tcp;
 pub mod transfer;
 
 pub use host::HostStats;
