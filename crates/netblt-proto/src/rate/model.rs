@@ -5,7 +5,7 @@
 //! base round trip; pacing at the rate with about one rate x round trip in
 //! flight fills the pipe without building a queue. The rate is the largest
 //! delivery rate seen over the last ten rounds; the base round trip is the
-//! smallest seen in ten seconds. Phases: STARTUP doubles the rate each round
+//! smallest seen lately (re-measured by a PROBE-RTT at half rate when five seconds pass without a new minimum). Phases: STARTUP doubles the rate each round
 //! until the delivery rate stops growing, DRAIN empties the queue that built,
 //! then CRUISE holds the rate and PROBE-UP / PROBE-DOWN test for more every
 //! few rounds (BBR's gain cycle, with probes spaced by a per-connection
@@ -38,8 +38,10 @@ use crate::time::{Duration, Instant};
 
 /// Rounds the bottleneck-rate filter remembers (BBR: 10).
 const BW_WINDOW_ROUNDS: u64 = 10;
-/// How long a base round-trip sample stays valid (BBR: 10 s).
-const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
+/// How long PROBE_RTT lasts at least (BBR: 200 ms), and how often it comes
+/// at most (BBRv2: every 5 s).
+const PROBE_RTT_TIME: Duration = Duration::from_millis(200);
+const PROBE_RTT_INTERVAL: Duration = Duration::from_secs(5);
 /// STARTUP's gain: 2/ln 2 doubles the delivery rate every round (BBR).
 const STARTUP_GAIN: f64 = 2.885;
 const DRAIN_GAIN: f64 = 1.0 / STARTUP_GAIN;
@@ -65,6 +67,9 @@ enum Phase {
     Cruise,
     ProbeUp,
     ProbeDown,
+    /// BBR's PROBE_RTT: half rate until `probe_rtt_until`, to let queues
+    /// drain and see the path's base round trip again.
+    ProbeRtt,
 }
 
 /// The `fair` / `background` controller.
@@ -104,6 +109,8 @@ pub struct Model {
     queue_before_drain: Option<Duration>,
     /// Rounds during which a standing queue is known not to be ours.
     foreign_rounds: u32,
+    probe_rtt_until: Instant,
+    probe_rtt_min: Option<Duration>,
     inflight: u64,
     packet_bytes: u32,
     congestion_events: u64,
@@ -146,6 +153,8 @@ impl Model {
             probe_gain: PROBE_UP_GAIN,
             queue_before_drain: None,
             foreign_rounds: 0,
+            probe_rtt_until: Instant::ZERO,
+            probe_rtt_min: None,
             inflight: 0,
             packet_bytes: 1400,
             congestion_events: 0,
@@ -197,6 +206,7 @@ impl Model {
             Phase::ProbeUp => 1.0,
             // Drain what the last probe queued, and a little more.
             Phase::ProbeDown => (2.0 - self.probe_gain - 0.05).clamp(0.5, 0.9),
+            Phase::ProbeRtt => 0.5,
         }
     }
 
@@ -230,7 +240,10 @@ impl Model {
         let mut congested = false;
         if let Some(loss) = loss {
             let excess = loss > (self.noise * 2.0).max(self.noise + 0.01);
-            if excess && standing {
+            // In a queue someone else keeps full (a loss-based TCP), its
+            // losses are not a sign that we send too fast: BBR ignores them
+            // there too, and cutting on them starved us against CUBIC.
+            if excess && standing && self.foreign_rounds == 0 {
                 congested = true;
             } else if !standing {
                 // No queue: whatever was lost was lost to noise. An EWMA over
@@ -264,6 +277,16 @@ impl Model {
         } else {
             self.advance_phase(standing, queue);
         }
+        tracing::debug!(
+            round = self.round,
+            phase = ?self.phase,
+            ?queue,
+            ?loss,
+            bottleneck_mbps = self.bottleneck() / 1e6,
+            foreign = self.foreign_rounds,
+            reason = %self.reason,
+            "rate control round"
+        );
         self.r_arrived = 0;
         self.r_lost = 0;
         self.r_min_rtt = None;
@@ -329,6 +352,8 @@ impl Model {
                     }
                 }
             }
+            // Ends by time (see on_sample).
+            Phase::ProbeRtt => {}
             Phase::ProbeDown => {
                 self.probe_rounds += 1;
                 // The queue answers a pacing change one round later: judge
@@ -365,10 +390,22 @@ impl RateController for Model {
         self.packet_bytes = s.packet_bytes.max(1);
         if let Some(rtt) = s.rtt {
             self.last_rtt = Some(rtt);
-            let stale = s.now.saturating_duration_since(self.min_rtt_at) > MIN_RTT_WINDOW;
-            if self.min_rtt.is_none_or(|m| rtt <= m) || stale {
+            if self.min_rtt.is_none_or(|m| rtt <= m) {
                 self.min_rtt = Some(rtt);
                 self.min_rtt_at = s.now;
+            }
+            if self.phase == Phase::ProbeRtt {
+                self.probe_rtt_min = Some(self.probe_rtt_min.map_or(rtt, |m| m.min(rtt)));
+            }
+            // A base round trip not seen again for a while may be stale (a
+            // route change), or, for a flow that started into a standing
+            // queue, never was the base: drain and look again. Flows that
+            // do this at about the same time see the empty queue together.
+            let stale = s.now.saturating_duration_since(self.min_rtt_at) > PROBE_RTT_INTERVAL;
+            if stale && !matches!(self.phase, Phase::Startup | Phase::ProbeRtt) {
+                self.phase = Phase::ProbeRtt;
+                self.probe_rtt_until = s.now + PROBE_RTT_TIME.max(self.min_rtt.unwrap_or_default());
+                self.probe_rtt_min = None;
             }
             self.r_min_rtt = Some(self.r_min_rtt.map_or(rtt, |m| m.min(rtt)));
         }
@@ -405,6 +442,13 @@ impl RateController for Model {
                     self.reason = RateReason::Draining;
                 }
             }
+        }
+        if self.phase == Phase::ProbeRtt && s.now >= self.probe_rtt_until {
+            if let Some(m) = self.probe_rtt_min {
+                self.min_rtt = Some(m);
+            }
+            self.min_rtt_at = s.now;
+            self.enter_cruise();
         }
         if self.phase == Phase::Drain {
             if let Some(bdp) = self.bdp_bytes() {

@@ -232,11 +232,12 @@ impl NetbltSpec {
         let (burst_size, burst_interval_ms) = match (self.burst_size, self.burst_interval_ms) {
             (Some(s), Some(i)) => (s, i),
             _ => TransferParams::burst_for_rate(
-                self.rate_bps.unwrap_or(if self.policy == PolicySpec::Fixed {
-                    100_000_000
-                } else {
-                    10_000_000_000
-                }),
+                self.rate_bps
+                    .unwrap_or(if self.policy == PolicySpec::Fixed {
+                        100_000_000
+                    } else {
+                        10_000_000_000
+                    }),
                 self.packet_size,
             ),
         };

@@ -1,0 +1,224 @@
+//! NETBLT's rate controller (docs/decisions.md, R1) in the dumbbell:
+//! alone it finds the path's rate without a standing queue, keeps it on a
+//! noisy link, follows a rate step, shares with the TCP model and with
+//! itself, and `background` yields. Loose bounds: the exact figures belong
+//! to bench/wan.sh and bench/fairness.sh. Rates are scaled down (20 Mb/s)
+//! so that each scenario runs in a fraction of a second.
+
+use netblt_link::LossModel;
+use netblt_sim::dumbbell::{
+    run_dumbbell, AqmSpec, BottleneckSpec, DumbbellReport, FlowKind, FlowSpec, NetbltSpec,
+    PolicySpec, RateStepSpec, Scenario,
+};
+use netblt_sim::tcp::{CongestionControl, TcpConfig};
+
+const C: u64 = 20_000_000;
+/// Data share of the bottleneck's bits: 1400-byte payloads in 1452-byte
+/// datagrams (24-byte NETBLT header, UDP and IPv4).
+const PAYLOAD: f64 = 1400.0 / 1452.0;
+
+fn bottleneck(queue_bytes: usize, loss: f64) -> BottleneckSpec {
+    BottleneckSpec {
+        rate_bps: Some(C),
+        rate_steps: Vec::new(),
+        trace: None,
+        trace_file: None,
+        delay_ms: 5.0,
+        queue_bytes,
+        aqm: AqmSpec::DropTail,
+        loss: if loss > 0.0 {
+            LossModel::Bernoulli { p: loss }
+        } else {
+            LossModel::None
+        },
+        mtu: 1500,
+    }
+}
+
+fn netblt(name: &str, policy: PolicySpec, rtt_ms: f64, start_s: f64) -> FlowSpec {
+    FlowSpec {
+        name: name.into(),
+        kind: FlowKind::Netblt(NetbltSpec {
+            rate_bps: None,
+            policy,
+            buffer_size: 256 * 1400,
+            max_buffers: 32,
+            pacing_quantum: Some(16),
+            ..NetbltSpec::default()
+        }),
+        rtt_ms,
+        start_s,
+        stop_s: None,
+        size_bytes: None,
+    }
+}
+
+fn cubic(rtt_ms: f64, start_s: f64) -> FlowSpec {
+    FlowSpec {
+        name: "cubic".into(),
+        kind: FlowKind::Tcp(TcpConfig {
+            cc: CongestionControl::Cubic,
+            ..TcpConfig::default()
+        }),
+        rtt_ms,
+        start_s,
+        stop_s: None,
+        size_bytes: None,
+    }
+}
+
+fn run(duration_s: f64, b: BottleneckSpec, flows: Vec<FlowSpec>) -> DumbbellReport {
+    let s = Scenario {
+        name: "rate control".into(),
+        seed: 7,
+        duration_s,
+        sample_interval_ms: 100.0,
+        bottleneck: b,
+        access_rate_bps: 1_000_000_000,
+        reverse_loss: LossModel::None,
+        flows,
+    };
+    let r = run_dumbbell(&s).unwrap();
+    for f in &r.flows {
+        println!(
+            "{}: {:.2} Mb/s, sent {}, rxm {}, drops {:?}, queue delay {:?}, error {:?}",
+            f.name,
+            f.goodput_bps / 1e6,
+            f.data_packets_sent,
+            f.retransmissions,
+            f.bottleneck_drops,
+            f.queue_delay_ms,
+            f.error
+        );
+    }
+    r
+}
+
+fn goodput(r: &DumbbellReport, flow: usize, from_s: f64, to_s: f64) -> f64 {
+    r.flows[flow].goodput_between(r.sample_interval_s, from_s, to_s)
+}
+
+/// 20 Mb/s, 50 ms, one BDP of drop-tail queue: the rate is found, the
+/// queue stays short, almost nothing is dropped.
+#[test]
+fn alone_it_fills_the_path_without_a_standing_queue() {
+    let r = run(
+        15.0,
+        bottleneck(125_000, 0.0),
+        vec![netblt("fair", PolicySpec::Fair, 50.0, 0.0)],
+    );
+    let g = goodput(&r, 0, 3.0, 15.0);
+    println!("steady goodput {:.2} Mb/s", g / 1e6);
+    assert!(g > 0.85 * C as f64 * PAYLOAD, "goodput {g}");
+    let f = &r.flows[0];
+    let q = f.queue_delay_ms.as_ref().unwrap();
+    assert!(q.p95 < 15.0, "p95 queueing delay {} ms", q.p95);
+    assert!(
+        f.bottleneck_drops.queue * 50 < f.data_packets_sent,
+        "drops {:?}",
+        f.bottleneck_drops
+    );
+}
+
+/// 3 % random loss and no congestion: the rate is kept (CUBIC gets a
+/// fraction of the link here).
+#[test]
+fn a_noisy_link_keeps_its_rate() {
+    let r = run(
+        15.0,
+        bottleneck(125_000, 0.03),
+        vec![netblt("fair", PolicySpec::Fair, 50.0, 0.0)],
+    );
+    let g = goodput(&r, 0, 3.0, 15.0);
+    println!("steady goodput {:.2} Mb/s", g / 1e6);
+    assert!(g > 0.8 * C as f64 * 0.97 * PAYLOAD, "goodput {g}");
+}
+
+/// The path drops to a quarter and comes back: the rate follows both ways.
+#[test]
+fn a_rate_step_is_followed_down_and_up() {
+    let mut b = bottleneck(125_000, 0.0);
+    b.rate_steps = vec![
+        RateStepSpec {
+            at_s: 5.0,
+            rate_bps: C / 4,
+        },
+        RateStepSpec {
+            at_s: 10.0,
+            rate_bps: C,
+        },
+    ];
+    let r = run(16.0, b, vec![netblt("fair", PolicySpec::Fair, 50.0, 0.0)]);
+    let low = goodput(&r, 0, 7.0, 10.0);
+    let back = goodput(&r, 0, 12.0, 16.0);
+    println!("low {:.2} Mb/s, back {:.2} Mb/s", low / 1e6, back / 1e6);
+    assert!(low > 0.7 * (C / 4) as f64 * PAYLOAD, "low {low}");
+    assert!(back > 0.8 * C as f64 * PAYLOAD, "back {back}");
+    // Not a flood during the low phase.
+    let f = &r.flows[0];
+    assert!(
+        f.bottleneck_drops.queue * 20 < f.data_packets_sent,
+        "drops {:?}",
+        f.bottleneck_drops
+    );
+}
+
+/// Sharing with the TCP model (CUBIC): neither flow starves. (The issue's
+/// target is a ratio within 0.5x-2x; this scenario gives about 2.6x in
+/// NETBLT's favour: not met yet, see the closing note.)
+#[test]
+fn it_shares_with_cubic() {
+    let r = run(
+        30.0,
+        bottleneck(125_000, 0.0),
+        vec![
+            cubic(50.0, 0.0),
+            netblt("fair", PolicySpec::Fair, 50.0, 5.0),
+        ],
+    );
+    let (t, n) = (goodput(&r, 0, 15.0, 30.0), goodput(&r, 1, 15.0, 30.0));
+    println!("cubic {:.2} Mb/s, netblt {:.2} Mb/s", t / 1e6, n / 1e6);
+    assert!(
+        t > 0.15 * C as f64 && n > 0.15 * C as f64,
+        "cubic {t}, netblt {n}"
+    );
+}
+
+/// Two NETBLT flows, the second starting later: they converge.
+#[test]
+fn two_flows_share() {
+    let r = run(
+        30.0,
+        bottleneck(125_000, 0.0),
+        vec![
+            netblt("a", PolicySpec::Fair, 50.0, 0.0),
+            netblt("b", PolicySpec::Fair, 50.0, 5.0),
+        ],
+    );
+    let j = r.jain(&[0, 1], 15.0, 30.0).unwrap();
+    let (a, b) = (goodput(&r, 0, 15.0, 30.0), goodput(&r, 1, 15.0, 30.0));
+    println!("a {:.2} Mb/s, b {:.2} Mb/s, Jain {j:.3}", a / 1e6, b / 1e6);
+    assert!(j > 0.9, "Jain {j}");
+    assert!(a + b > 0.8 * C as f64 * PAYLOAD, "total {}", a + b);
+}
+
+/// `background` leaves CUBIC most of what it gets alone.
+#[test]
+fn background_yields_to_cubic() {
+    let solo = run(20.0, bottleneck(125_000, 0.0), vec![cubic(50.0, 0.0)]);
+    let both = run(
+        20.0,
+        bottleneck(125_000, 0.0),
+        vec![
+            cubic(50.0, 0.0),
+            netblt("bg", PolicySpec::Background, 50.0, 2.0),
+        ],
+    );
+    let (alone, shared) = (goodput(&solo, 0, 8.0, 20.0), goodput(&both, 0, 8.0, 20.0));
+    println!(
+        "cubic alone {:.2} Mb/s, beside background {:.2} Mb/s",
+        alone / 1e6,
+        shared / 1e6
+    );
+    assert!(shared > 0.8 * alone, "cubic kept {}", shared / alone);
+}
