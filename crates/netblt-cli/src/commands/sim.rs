@@ -31,6 +31,11 @@ pub enum Pacing {
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
+    /// Run a dumbbell scenario instead (JSON: several NETBLT and TCP flows
+    /// through one shared bottleneck; see crates/netblt-sim/scenarios and
+    /// docs/simulator.md). The other flags are then ignored but --json.
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<std::path::PathBuf>,
     /// Network profile (see `netblt profiles`).
     #[arg(long, default_value = "proteon-ring")]
     pub profile: String,
@@ -214,7 +219,24 @@ pub fn table_row(r: &TransferReport) -> String {
     )
 }
 
+/// `netblt sim --scenario FILE`: the dumbbell's table, or its JSON report.
+fn run_scenario(path: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    use netblt_sim::dumbbell::{run_dumbbell, Scenario};
+    let scenario = Scenario::load(path).map_err(|e| CliError::usage(e.to_string()))?;
+    let report =
+        run_dumbbell(&scenario).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(())
+}
+
 pub fn run(args: SimArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.scenario {
+        return run_scenario(path, args.json);
+    }
     let spec = spec_from_args(&args)?;
     let wall = std::time::Instant::now();
     let report = run_transfer(&spec).map_err(|e| CliError::usage(e.to_string()))?;
