@@ -222,3 +222,34 @@ fn background_yields_to_cubic() {
     );
     assert!(shared > 0.8 * alone, "cubic kept {}", shared / alone);
 }
+
+/// Four flows starting two seconds apart: Jain's index after the last start.
+#[test]
+fn four_staggered_flows_converge() {
+    let flows = (0..4)
+        .map(|i| netblt(&format!("f{i}"), PolicySpec::Fair, 50.0, 2.0 * i as f64))
+        .collect();
+    let r = run(26.0, bottleneck(125_000, 0.0), flows);
+    let j = r.jain(&[0, 1, 2, 3], 16.0, 26.0).unwrap();
+    let total: f64 = (0..4).map(|i| goodput(&r, i, 16.0, 26.0)).sum();
+    println!("Jain {j:.3}, total {:.2} Mb/s", total / 1e6);
+    assert!(j > 0.9, "Jain {j}");
+    assert!(total > 0.8 * C as f64 * PAYLOAD, "total {total}");
+}
+
+/// Different round trips (20 and 80 ms): the short one must not starve the
+/// long one (rate-based flows do not share by RTT as TCP does).
+#[test]
+fn different_rtts_share() {
+    let r = run(
+        30.0,
+        bottleneck(125_000, 0.0),
+        vec![
+            netblt("short", PolicySpec::Fair, 20.0, 0.0),
+            netblt("long", PolicySpec::Fair, 80.0, 2.0),
+        ],
+    );
+    let (s, l) = (goodput(&r, 0, 15.0, 30.0), goodput(&r, 1, 15.0, 30.0));
+    println!("short {:.2} Mb/s, long {:.2} Mb/s", s / 1e6, l / 1e6);
+    assert!(l > 0.33 * s && s > 0.33 * l, "short {s}, long {l}");
+}

@@ -57,6 +57,10 @@ const CWND_GAIN: f64 = 2.0;
 const CONGESTION_BETA: f64 = 0.9;
 /// Background policy: what is kept per round with a standing queue.
 const YIELD_BETA: f64 = 0.7;
+/// Rounds of BBR-style competition once a queue is found not to be ours.
+const FOREIGN_ROUNDS: u32 = 64;
+/// FAST mode: bytes of its own a flow keeps queued, in packets.
+const FAST_ALPHA: f64 = 10.0;
 /// Rounds with fewer packets than this say nothing about loss.
 const MIN_ROUND_PACKETS: u64 = 8;
 
@@ -92,6 +96,9 @@ pub struct Model {
     r_arrived: u64,
     r_lost: u64,
     r_min_rtt: Option<Duration>,
+    /// Sum and count of this round's round-trip samples (seconds).
+    r_rtt_sum: f64,
+    r_rtt_n: u32,
     r_max_delivery: f64,
     // STARTUP's plateau detector.
     full_bw: f64,
@@ -109,6 +116,13 @@ pub struct Model {
     queue_before_drain: Option<Duration>,
     /// Rounds during which a standing queue is known not to be ours.
     foreign_rounds: u32,
+    /// CRUISE among delay-respecting flows (FAST mode): the window in
+    /// bytes, and the last round's mean round trip.
+    fast_w: Option<f64>,
+    fast_rtt: Option<Duration>,
+    fast_grow: u32,
+    fast_cut: u32,
+    fast_q_before: Option<Duration>,
     probe_rtt_until: Instant,
     probe_rtt_min: Option<Duration>,
     inflight: u64,
@@ -141,6 +155,8 @@ impl Model {
             r_arrived: 0,
             r_lost: 0,
             r_min_rtt: None,
+            r_rtt_sum: 0.0,
+            r_rtt_n: 0,
             r_max_delivery: 0.0,
             full_bw: 0.0,
             full_bw_rounds: 0,
@@ -153,6 +169,11 @@ impl Model {
             probe_gain: PROBE_UP_GAIN,
             queue_before_drain: None,
             foreign_rounds: 0,
+            fast_w: None,
+            fast_rtt: None,
+            fast_grow: 0,
+            fast_cut: 0,
+            fast_q_before: None,
             probe_rtt_until: Instant::ZERO,
             probe_rtt_min: None,
             inflight: 0,
@@ -213,6 +234,15 @@ impl Model {
     fn enter_cruise(&mut self) {
         self.phase = Phase::Cruise;
         self.probe_gain = PROBE_UP_GAIN;
+        // FAST is for `fair` only: `background` must yield even to other
+        // delay-respecting flows (LEDBAT), so it keeps the BBR-style cruise
+        // and its yield rule.
+        if self.foreign_rounds == 0 && self.fast_w.is_none() && !self.background {
+            self.fast_w = self.bdp_bytes();
+            self.fast_rtt = self.min_rtt;
+            self.fast_grow = 0;
+            self.fast_cut = 0;
+        }
         // Probe again after 4 to 8 rounds and 0.5 to 1 s, whichever is
         // later (BBR probes every 8 rounds, BBRv2 every 2 to 3 s: a probe
         // queues a quarter of a round trip for two rounds, so probing less
@@ -290,7 +320,79 @@ impl Model {
         self.r_arrived = 0;
         self.r_lost = 0;
         self.r_min_rtt = None;
+        self.r_rtt_sum = 0.0;
+        self.r_rtt_n = 0;
         self.r_max_delivery = 0.0;
+    }
+
+    /// CRUISE among delay-respecting flows: FAST TCP's window update (Wei,
+    /// Jin, Low and Hegde, "FAST TCP: motivation, architecture, algorithms,
+    /// performance", IEEE/ACM ToN 2006), once per round:
+    /// w <- (1 - g) w + g (base/rtt w + alpha), g = 1/2. At equilibrium
+    /// each flow keeps `alpha` bytes of its own in the bottleneck's queue;
+    /// the queueing delay is the same for every flow there, so every flow
+    /// runs at the same rate, whatever its round trip (the paper proves
+    /// stability and this fairness). Loss does not enter, so random loss
+    /// costs nothing. While the queue stays empty the window also grows
+    /// multiplicatively (2.5, 5, then 10 % per round, from the second empty
+    /// round on), so freed capacity is
+    /// found in a few rounds; FAST's own rule would add only alpha per round.
+    fn fast(&mut self) {
+        let (Some(base), Some(w)) = (self.min_rtt, self.fast_w) else {
+            return;
+        };
+        if self.r_rtt_n == 0 {
+            return;
+        }
+        let rtt = Duration::from_secs_f64(self.r_rtt_sum / f64::from(self.r_rtt_n)).max(base);
+        self.fast_rtt = Some(rtt);
+        let ratio = base.as_secs_f64() / rtt.as_secs_f64();
+        let pkt = f64::from(self.packet_bytes);
+        let alpha = FAST_ALPHA * pkt;
+        let own = w * (1.0 - ratio);
+        let mut new = 0.5 * w + 0.5 * (ratio * w + alpha);
+        if own < alpha / 2.0 {
+            self.fast_grow += 1;
+            // Only after two empty rounds in a row: near the equilibrium the
+            // queue empties for a round now and then, and growing then
+            // overshoots (the answer comes a round late).
+            if self.fast_grow >= 2 {
+                let k = (self.fast_grow - 2).min(2);
+                new = new.max(w * (1.0 + 0.025 * f64::from(1u32 << k)));
+            }
+            self.reason = RateReason::Probing;
+        } else {
+            self.fast_grow = 0;
+            self.reason = if own > 2.0 * alpha {
+                RateReason::Draining
+            } else {
+                RateReason::Steady
+            };
+        }
+        // Cutting for six rounds did not shrink the queue: it is not ours
+        // (a loss-based TCP keeps any queue full, and yielding to it would
+        // starve us). Compete as BBR does for a while.
+        let dq = rtt.saturating_sub(base);
+        if own > 2.0 * alpha {
+            if self.fast_cut == 0 {
+                self.fast_q_before = Some(dq);
+            }
+            self.fast_cut += 1;
+            if self.fast_cut >= 6 {
+                let shrank = self.fast_q_before.is_some_and(|b| dq * 10 < b * 8);
+                self.fast_cut = 0;
+                if !shrank {
+                    self.foreign_rounds = FOREIGN_ROUNDS;
+                    self.fast_w = None;
+                    self.enter_cruise();
+                    return;
+                }
+                self.fast_q_before = Some(dq);
+            }
+        } else {
+            self.fast_cut = 0;
+        }
+        self.fast_w = Some(new.clamp(4.0 * pkt, 2.0 * w));
     }
 
     fn advance_phase(&mut self, standing: bool, queue: Option<Duration>) {
@@ -320,6 +422,7 @@ impl Model {
                     self.enter_cruise();
                 }
             }
+            Phase::Cruise if self.foreign_rounds == 0 && self.fast_w.is_some() => self.fast(),
             Phase::Cruise => {
                 if standing && self.foreign_rounds == 0 {
                     self.phase = Phase::ProbeDown;
@@ -408,6 +511,8 @@ impl RateController for Model {
                 self.probe_rtt_min = None;
             }
             self.r_min_rtt = Some(self.r_min_rtt.map_or(rtt, |m| m.min(rtt)));
+            self.r_rtt_sum += rtt.as_secs_f64();
+            self.r_rtt_n += 1;
         }
         self.r_arrived += s.arrived;
         self.r_lost += s.lost;
@@ -464,11 +569,22 @@ impl RateController for Model {
 
     fn pacing_bps(&self) -> f64 {
         // The estimate already counts packets lost to noise (see on_sample).
-        let r = self.gain() * self.bottleneck();
+        let r = match (self.phase, self.fast_w, self.fast_rtt) {
+            (Phase::Cruise, Some(w), Some(rtt)) if self.foreign_rounds == 0 => {
+                (w * 8.0 / rtt.as_secs_f64().max(1e-6)).min(self.bottleneck() * 1.25)
+            }
+            _ => self.gain() * self.bottleneck(),
+        };
         r.clamp(self.min_bps.max(1.0), self.max_bps)
     }
 
     fn inflight_cap(&self) -> Option<u64> {
+        if let (Phase::Cruise, Some(w), 0) = (self.phase, self.fast_w, self.foreign_rounds) {
+            // FAST is a window: the pacing rate (window over the last
+            // round's round trip) lags a growing queue by a round, the cap
+            // does not.
+            return Some((w * 1.05 + 2.0 * f64::from(self.packet_bytes)) as u64);
+        }
         let bdp = self.bdp_bytes()?;
         let gain = CWND_GAIN;
         // Lost packets stay "in flight" until a FEEDBACK reports them, so
