@@ -138,7 +138,12 @@ impl Model {
         let max_bps = config.max_bps.map_or(f64::INFINITY, |m| m as f64);
         let min_bps = (config.min_bps as f64).min(max_bps);
         let _ = fixed_bps;
-        let initial = (config.initial_bps as f64).clamp(min_bps.max(1.0), max_bps);
+        // min/max, not clamp, here and below: clamp panics when the bounds
+        // cross, and a library caller may give any numbers.
+        let initial = (config.initial_bps as f64)
+            .min(max_bps)
+            .max(min_bps)
+            .max(1.0);
         Model {
             background,
             max_bps,
@@ -344,7 +349,11 @@ impl Model {
         if self.r_rtt_n == 0 {
             return;
         }
-        let rtt = Duration::from_secs_f64(self.r_rtt_sum / f64::from(self.r_rtt_n)).max(base);
+        // Round trips of zero happen on loopback (timer resolution): keep
+        // both at least a microsecond, so the ratio is a number.
+        let base = base.max(Duration::from_micros(1));
+        let mean = self.r_rtt_sum / f64::from(self.r_rtt_n);
+        let rtt = Duration::try_from_secs_f64(mean).unwrap_or(base).max(base);
         self.fast_rtt = Some(rtt);
         let ratio = base.as_secs_f64() / rtt.as_secs_f64();
         let pkt = f64::from(self.packet_bytes);
@@ -392,7 +401,11 @@ impl Model {
         } else {
             self.fast_cut = 0;
         }
-        self.fast_w = Some(new.clamp(4.0 * pkt, 2.0 * w));
+        // min/max, not clamp: clamp panics if the bounds cross or are NaN.
+        let new = new.min(2.0 * w).max(4.0 * pkt);
+        if new.is_finite() {
+            self.fast_w = Some(new);
+        }
     }
 
     fn advance_phase(&mut self, standing: bool, queue: Option<Duration>) {
@@ -575,7 +588,7 @@ impl RateController for Model {
             }
             _ => self.gain() * self.bottleneck(),
         };
-        r.clamp(self.min_bps.max(1.0), self.max_bps)
+        r.min(self.max_bps).max(self.min_bps).max(1.0)
     }
 
     fn inflight_cap(&self) -> Option<u64> {
@@ -610,6 +623,78 @@ impl RateController for Model {
             noise_loss: self.noise,
             reason,
             congestion_events: self.congestion_events,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rate::Policy;
+
+    fn sample(now_us: u64, rtt_us: u64, rate: f64) -> RateSample {
+        RateSample {
+            now: Instant::from_micros(now_us),
+            rtt: Some(Duration::from_micros(rtt_us)),
+            echoed_sent_at: Some(Instant::from_micros(now_us.saturating_sub(rtt_us))),
+            delivery_bps: Some(rate),
+            transmit_bps: Some(rate),
+            app_limited: false,
+            arrived: 8,
+            lost: 0,
+            inflight_bytes: 100_000,
+            packet_bytes: 1400,
+        }
+    }
+
+    /// Loopback gives round trips of zero: every phase must stay finite.
+    #[test]
+    fn zero_round_trips_stay_finite() {
+        let mut m = Model::new(&RateConfig::default(), 1e9, false, 1);
+        for i in 0..5_000u64 {
+            m.on_sample(&sample(i * 10, if i % 3 == 0 { 0 } else { 1 }, 1e9));
+            let r = m.pacing_bps();
+            assert!(r.is_finite() && r >= 1.0, "rate {r} at {i}");
+            if let Some(c) = m.inflight_cap() {
+                assert!(c > 0);
+            }
+        }
+    }
+
+    /// Any numbers a caller or a hostile peer can produce: no panic, a
+    /// finite rate within the configured bounds.
+    #[test]
+    fn arbitrary_samples_and_bounds_never_panic() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..200 {
+            let cfg = RateConfig {
+                policy: Policy::Fair,
+                max_bps: Some(next() % 3_000_000_000),
+                min_bps: next() % 2_000_000_000,
+                initial_bps: next() % 1_000_000_000,
+            };
+            let mut m = Model::new(&cfg, 1e9, round % 2 == 0, next() as u32);
+            let mut now = 0u64;
+            for _ in 0..300 {
+                now += next() % 50_000;
+                let mut s = sample(now, next() % 2_000_000, (next() % 2_000_000_000) as f64);
+                s.arrived = next() % 100;
+                s.lost = next() % 100;
+                s.app_limited = next() % 4 == 0;
+                if next() % 5 == 0 {
+                    s.rtt = None;
+                    s.delivery_bps = Some(f64::INFINITY);
+                }
+                m.on_sample(&s);
+                let r = m.pacing_bps();
+                assert!(r.is_finite() && r >= 1.0, "rate {r}");
+            }
         }
     }
 }
