@@ -34,15 +34,16 @@ pub enum HostStatus {
 pub enum HostKeyError {
     /// The key changed: possibly a machine-in-the-middle, possibly a reinstalled host.
     #[error(
-        "the key of {host} has changed (pinned {expected_fp} at {path}:{line}, now {found_fp}); \
-         someone may be intercepting the connection. If the host was re-keyed, delete that line"
+        "the key of {host} has changed (pinned {} at {}:{line}, now {}); someone may be \
+         intercepting the connection. If the host was re-keyed, delete that line",
+        .expected.fingerprint(),
+        .path.display(),
+        .found.fingerprint()
     )]
     Changed {
         host: String,
         expected: PublicKey,
-        expected_fp: String,
         found: PublicKey,
-        found_fp: String,
         path: PathBuf,
         line: usize,
     },
@@ -112,9 +113,7 @@ impl KnownHosts {
             Some((expected, line)) => Err(HostKeyError::Changed {
                 host: host_id.to_string(),
                 expected: *expected,
-                expected_fp: expected.fingerprint(),
                 found: *found,
-                found_fp: found.fingerprint(),
                 path: self.path.clone(),
                 line: *line,
             }),

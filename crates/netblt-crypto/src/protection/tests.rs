@@ -110,11 +110,8 @@ fn replays_reordering_and_old_packets() {
     for i in [5, 3, 4, 0, 1, 2] {
         assert_eq!(b.open_in_place(&mut wires[i].clone()), Ok(20), "{i}");
     }
-    for i in 0..6 {
-        assert_eq!(
-            b.open_in_place(&mut wires[i].clone()),
-            Err(OpenError::Replayed)
-        );
+    for w in &wires[..6] {
+        assert_eq!(b.open_in_place(&mut w.clone()), Err(OpenError::Replayed));
     }
     assert_eq!(b.open_in_place(&mut wires[2999].clone()), Ok(20));
     // 2999 is block 46; blocks 15..=46 are remembered: 960 is the oldest acceptable.
