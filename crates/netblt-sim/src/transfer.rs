@@ -44,6 +44,9 @@ pub struct TransferSpec {
     pub death_timeout: netblt_proto::Duration,
     /// Simulated time after which the run is abandoned.
     pub time_limit: netblt_proto::Duration,
+    /// Rate control of the data sender (with the FEEDBACK extension);
+    /// `None`: RFC 998's fixed rate, as the reproductions need.
+    pub rate: Option<netblt_proto::RateConfig>,
 }
 
 impl TransferSpec {
@@ -56,6 +59,7 @@ impl TransferSpec {
             pacing_clock: PacingClock::FromActualStart,
             death_timeout: netblt_proto::Duration::from_secs(30),
             time_limit: netblt_proto::Duration::from_secs(24 * 3600),
+            rate: None,
         }
     }
 
@@ -66,7 +70,10 @@ impl TransferSpec {
             pacing_clock: self.pacing_clock,
             max_datagram: netblt_wire::round_up4(
                 netblt_wire::DATA_HEADER_LEN + usize::from(self.params.packet_size),
-            ),
+            )
+            .max(netblt_wire::FEEDBACK_LEN),
+            rate_feedback: self.rate.is_some(),
+            rate: self.rate.unwrap_or_default(),
             ..Config::default()
         }
     }

@@ -7,7 +7,7 @@
 //! suite; `cargo test -- --ignored` runs 20 000 with larger transfers.
 
 use netblt_link::{LinkConfig, LossModel};
-use netblt_proto::{Duration, PacingClock, TransferParams};
+use netblt_proto::{Duration, PacingClock, Policy, RateConfig, TransferParams};
 use netblt_sim::transfer::{run_transfer, TransferSpec};
 use netblt_sim::PathConfig;
 use rand::{Rng, SeedableRng};
@@ -80,13 +80,26 @@ fn random_spec(seed: u64, max_size: u64) -> TransferSpec {
         PacingClock::FromActualStart
     };
     spec.time_limit = Duration::from_secs(24 * 3600);
+    // Half the runs with the adaptive rate controller (FEEDBACK packets on
+    // the same impaired reverse path).
+    if rng.random_bool(0.5) {
+        spec.rate = Some(RateConfig {
+            policy: if rng.random_bool(0.8) {
+                Policy::Fair
+            } else {
+                Policy::Background
+            },
+            ..RateConfig::default()
+        });
+    }
     spec
 }
 
 fn check(seeds: std::ops::Range<u64>, max_size: u64) {
-    let (mut ok, mut gave_up) = (0, 0);
+    let (mut ok, mut gave_up, mut adaptive, mut adaptive_gave_up) = (0, 0, 0, 0);
     for seed in seeds {
         let spec = random_spec(seed, max_size);
+        adaptive += u32::from(spec.rate.is_some());
         let r = run_transfer(&spec).expect("valid spec");
         assert!(!r.wrong_delivery, "seed {seed}: a wrong byte was delivered");
         assert!(
@@ -109,9 +122,12 @@ fn check(seeds: std::ops::Range<u64>, max_size: u64) {
                 spec.params
             );
             gave_up += 1;
+            adaptive_gave_up += u32::from(spec.rate.is_some());
         }
     }
-    eprintln!("{ok} verified, {gave_up} ended by the death timer");
+    eprintln!(
+        "{ok} verified, {gave_up} ended by the death timer; {adaptive} runs with rate control, {adaptive_gave_up} of them ended by the death timer"
+    );
     assert!(
         ok > gave_up * 4,
         "too many failures: {ok} ok, {gave_up} gave up"
