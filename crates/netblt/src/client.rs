@@ -18,6 +18,7 @@ use crate::app::source::{Input, Pattern};
 use crate::app::transfer::{Plan, Transfer};
 use crate::app::{io_reason, AppError, Kind, DIGEST_LEN};
 use crate::driver::active::{run_active, ActiveOptions};
+use crate::diagnosis::{diagnose, LimitInputs};
 use crate::driver::Waker;
 use crate::error::Error;
 use crate::options::{death_secs, Progress, SendOptions};
@@ -274,5 +275,9 @@ fn run(
         recv_syscalls: out.io.recv_syscalls,
         gso_fallbacks: out.io.gso_fallbacks,
     });
+    if report.succeeded() {
+        let inputs = LimitInputs::gather(&report, &out.conn, out.times, out.socket_drops);
+        report.limit = diagnose(&inputs);
+    }
     Ok(report)
 }
