@@ -277,6 +277,7 @@ fn run(
     });
     if report.succeeded() {
         let inputs = LimitInputs::gather(&report, &out.conn, out.times, out.socket_drops);
+        tracing::debug!(?inputs, "limit inputs");
         report.limit = diagnose(&inputs);
     }
     Ok(report)

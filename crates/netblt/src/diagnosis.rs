@@ -142,7 +142,10 @@ pub(crate) struct LimitInputs {
 /// A cause must hold the sender back this share of the data phase to be
 /// named (the rest of the time something else did).
 const DOMINANT: f64 = 0.3;
-/// The loop counts as saturated (≈ 100 % of one core) above this share.
+/// A sender's loop awake this share of the data phase, while the pacer
+/// allowed more than went out, was the limit (its CPU).
+const BUSY: f64 = 0.5;
+/// A receiver's loop awake this share of the time was saturated.
 const SATURATED: f64 = 0.85;
 /// The controller's reason must hold this share of the time to be named.
 const MOSTLY: f64 = 0.5;
@@ -235,7 +238,11 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
             _ => window(i, s, mean_pacing, d),
         });
     }
-    if busy >= SATURATED && i.achieved_bps < 0.9 * mean_pacing {
+    // The pacer allowed more than went out, and the loop was awake (working,
+    // or runnable and waiting for a core) more than it slept: the sender's
+    // CPU could not keep the pacing rate.
+    let pacer_binding = i.achieved_bps >= 0.9 * mean_pacing;
+    if !pacer_binding && busy >= BUSY {
         d.fig("busy_share", busy);
         d.fig("loop_cpu_cores", t.cpu_s / active.max(1e-9));
         d.fig("pacing_bps", mean_pacing);
@@ -243,8 +250,9 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
         return Some(d.say(
             Limit::SenderCpu,
             format!(
-                "limited by the sender's CPU: its event loop was busy {} of the time and sent {} against a pacing rate of {}",
+                "limited by the sender's CPU: its event loop was awake {} of the time ({:.2} of a core running, the rest waiting for one) and sent {} of the {} paced",
                 pct(busy),
+                t.cpu_s / active.max(1e-9),
                 rate(i.achieved_bps),
                 rate(mean_pacing)
             ),
@@ -253,7 +261,7 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
     if i.fixed {
         d.fig("cap_bps", i.cap_bps);
         let loss = ratio(i.retransmitted, i.packets_sent);
-        if i.achieved_bps >= 0.7 * i.cap_bps || loss < 0.01 {
+        if pacer_binding {
             return Some(d.say(
                 Limit::RateCap,
                 format!(
@@ -412,8 +420,9 @@ fn path(i: &LimitInputs, fixed_loss: Option<f64>, mut d: Verdict) -> Diagnosis {
     }
     match fixed_loss {
         Some(l) => parts.push(format!(
-            "{} of the packets resent at a fixed {}",
+            "{} of the packets resent, {} of the fixed {} achieved",
             pct1(l),
+            rate(i.achieved_bps),
             rate(i.cap_bps)
         )),
         None => {
@@ -474,8 +483,10 @@ fn pct1(x: f64) -> String {
 fn ms(x: f64) -> String {
     if x >= 10.0 {
         format!("{x:.0} ms")
-    } else {
+    } else if x >= 1.0 {
         format!("{x:.1} ms")
+    } else {
+        format!("{x:.2} ms")
     }
 }
 
@@ -618,7 +629,10 @@ mod tests {
             cap_bps: 100e6,
             achieved_bps: 40e6,
             retransmitted: 2_000,
-            times: times(|t| t.paced = 2.0),
+            times: times(|t| {
+                t.paced = 2.0;
+                t.paced_bits = 100e6 * 2.0;
+            }),
             ..sender()
         };
         let d = limit(&i);
@@ -709,7 +723,7 @@ mod tests {
         };
         let d = limit(&i);
         assert_eq!(d.limit, Limit::SenderCpu);
-        assert!(d.message.contains("busy 95 %"), "{d}");
+        assert!(d.message.contains("awake 95 %"), "{d}");
         // Busy but sending at the pacing rate: the rate, not the CPU.
         let i = LimitInputs {
             achieved_bps: 9.9e9,
