@@ -265,7 +265,7 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
             return Some(d.say(
                 Limit::RateCap,
                 format!(
-                    "limited by --policy fixed at --rate {} (the rate itself; {} achieved)",
+                    "limited by --policy fixed at --rate: {} paced (in whole-packet bursts), {} achieved",
                     rate(i.cap_bps),
                     rate(i.achieved_bps)
                 ),
@@ -398,7 +398,7 @@ fn window(i: &LimitInputs, s: f64, mean_pacing: f64, mut d: Verdict) -> Diagnosi
     }
     if let Some(m) = per_rtt {
         d.fig("window_bps", m);
-        msg += &format!(", at most {} per round trip", rate(m));
+        msg += &format!(", allowing at most {}", rate(m));
     }
     msg += &format!(
         "; the sender waited for its OKs {} of the time (raise --buffers or --buffer-size)",
@@ -576,7 +576,7 @@ mod tests {
         };
         let d = limit(&i);
         assert_eq!(d.limit, Limit::RateCap);
-        assert!(d.message.contains("--policy fixed at --rate 20 Mb/s"), "{d}");
+        assert!(d.message.contains("--policy fixed at --rate: 20 Mb/s paced"), "{d}");
         assert_eq!(d.figures["cap_bps"], 20e6);
     }
 
@@ -658,7 +658,7 @@ mod tests {
         assert_eq!(d.limit, Limit::ReceiverWindow);
         assert!(
             d.message.starts_with(
-                "limited by the receiver's window: 1 buffer x 64 KiB = 64 KiB < bandwidth x RTT (100 Mb/s x 40 ms = 488 KiB), at most 13.1 Mb/s per round trip"
+                "limited by the receiver's window: 1 buffer x 64 KiB = 64 KiB < bandwidth x RTT (100 Mb/s x 40 ms = 488 KiB), allowing at most 13.1 Mb/s"
             ),
             "{d}"
         );
