@@ -132,6 +132,9 @@ pub(crate) struct LimitInputs {
     /// Data receiver: packets accepted, and found missing.
     pub(crate) packets_received: u64,
     pub(crate) packets_lost: u64,
+    /// Data receiver: the rate the sender last announced (burst size and
+    /// interval of its latest NULL-ACK, RFC 998 §4).
+    pub(crate) peer_rate_bps: Option<f64>,
     /// Datagrams the kernel dropped at this end's socket.
     pub(crate) socket_drops: u64,
     /// The window: buffers outstanding × bytes per buffer.
@@ -170,7 +173,15 @@ impl LimitInputs {
             fixed: sender && rate.is_none(),
             cap_bps: f64::from(report.burst_size) * f64::from(report.packet_size) * 8.0 * 1e3
                 / f64::from(report.burst_interval_ms.max(1)),
-            achieved_bps: report.steady_throughput_bps.unwrap_or(0.0),
+            // A receiver has no steady throughput (RFC 1030's SPEED is the
+            // sender's): its real throughput, then.
+            achieved_bps: report
+                .steady_throughput_bps
+                .or(report.real_throughput_bps)
+                .unwrap_or(0.0),
+            // `Connection::current_rate` gives a receiver the negotiated
+            // values, not the sender's NULL-ACK updates: not known here.
+            peer_rate_bps: None,
             times,
             bottleneck_bps: rate.and_then(|r| r.bottleneck_bps),
             rtt_ms: rtt,
@@ -360,10 +371,17 @@ fn receiver_side(i: &LimitInputs, share: impl Fn(f64) -> f64, mut d: Verdict) ->
     if let Some(r) = i.rtt_ms {
         d.fig("rtt_ms", r);
     }
+    let announced = match i.peer_rate_bps {
+        Some(p) => {
+            d.fig("sender_rate_bps", p);
+            format!(" (it last announced {})", rate(p))
+        }
+        None => String::new(),
+    };
     d.say(
         Limit::Path,
         format!(
-            "limited by the sender's pace over the path: {} received, {} RTT, {} loss (the sender's rate control decides)",
+            "limited by the sender's pace over the path: {} received{announced}, {} RTT, {} loss",
             rate(i.achieved_bps),
             i.rtt_ms.map_or("-".into(), ms),
             pct1(loss)
@@ -810,6 +828,15 @@ mod tests {
         let d = limit(&i);
         assert_eq!(d.limit, Limit::Path);
         assert!(d.message.contains("80 Mb/s received, 20 ms RTT, 1.0 % loss"), "{d}");
+        let i = LimitInputs {
+            peer_rate_bps: Some(90e6),
+            ..i
+        };
+        assert!(
+            limit(&i).message.contains("received (it last announced 90 Mb/s), 20 ms"),
+            "{}",
+            limit(&i)
+        );
     }
 
     #[test]
