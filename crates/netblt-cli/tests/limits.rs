@@ -39,7 +39,11 @@ fn send_at_a_fixed_rate_says_the_rate_limited_it() {
     assert!(v["limit"]["figures"]["cap_bps"].as_f64().unwrap() > 19e6);
     // bench prints it too, in text and JSON.
     let (code, out, e) = run(
-        &[&["bench", &r.addr, "--size", "500k", "--json"][..], &fixed[..]].concat(),
+        &[
+            &["bench", &r.addr, "--size", "500k", "--json"][..],
+            &fixed[..],
+        ]
+        .concat(),
         T,
     );
     assert_eq!(code, Some(0), "{e}");
@@ -54,7 +58,14 @@ fn get_says_what_limited_it_from_the_receivers_side() {
     let r = Recv::start(&["--dir", dir.path().to_str().unwrap(), "--serve"]);
     let target = out.path().join("got.bin");
     let (code, o, e) = run(
-        &["get", &r.addr, "f.bin", "-o", target.to_str().unwrap(), "--json"],
+        &[
+            "get",
+            &r.addr,
+            "f.bin",
+            "-o",
+            target.to_str().unwrap(),
+            "--json",
+        ],
         T,
     );
     assert_eq!(code, Some(0), "{e}");

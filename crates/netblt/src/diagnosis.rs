@@ -219,9 +219,10 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
         (Limit::ReceiverDisk, t.no_go),
         (Limit::ReceiverWindow, t.window),
     ];
-    let (which, longest) = waits
-        .into_iter()
-        .fold((Limit::Path, 0.0), |a, b| if b.1 > a.1 { b } else { a });
+    let (which, longest) =
+        waits
+            .into_iter()
+            .fold((Limit::Path, 0.0), |a, b| if b.1 > a.1 { b } else { a });
     let busy = share(t.busy);
     let mean_pacing = if active > 0.0 {
         t.paced_bits / active
@@ -292,11 +293,7 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
             .find(|(n, _)| *n == name)
             .map_or(0.0, |(_, s)| s / reasons.max(1e-12))
     };
-    let (startup, cap, rx) = (
-        reason("startup"),
-        reason("cap"),
-        reason("receiver-limited"),
-    );
+    let (startup, cap, rx) = (reason("startup"), reason("cap"), reason("receiver-limited"));
     if startup >= MOSTLY {
         d.fig("startup_share", startup);
         return Some(d.say(
@@ -411,7 +408,12 @@ fn window(i: &LimitInputs, s: f64, mean_pacing: f64, mut d: Verdict) -> Diagnosi
         let bdp = bw * r / 1e3 / 8.0;
         if bdp > w {
             d.fig("bdp_bytes", bdp);
-            msg += &format!(" < bandwidth x RTT ({} x {} = {})", rate(bw), ms(r), bytes(bdp));
+            msg += &format!(
+                " < bandwidth x RTT ({} x {} = {})",
+                rate(bw),
+                ms(r),
+                bytes(bdp)
+            );
         }
     }
     if let Some(m) = per_rtt {
@@ -594,7 +596,11 @@ mod tests {
         };
         let d = limit(&i);
         assert_eq!(d.limit, Limit::RateCap);
-        assert!(d.message.contains("--policy fixed at --rate: 20 Mb/s paced"), "{d}");
+        assert!(
+            d.message
+                .contains("--policy fixed at --rate: 20 Mb/s paced"),
+            "{d}"
+        );
         assert_eq!(d.figures["cap_bps"], 20e6);
     }
 
@@ -611,7 +617,11 @@ mod tests {
         };
         let d = limit(&i);
         assert_eq!(d.limit, Limit::RateCap);
-        assert!(d.message.starts_with("limited by --rate (the cap: 50 Mb/s)"), "{d}");
+        assert!(
+            d.message
+                .starts_with("limited by --rate (the cap: 50 Mb/s)"),
+            "{d}"
+        );
     }
 
     #[test]
@@ -761,7 +771,10 @@ mod tests {
         };
         let d = limit(&i);
         assert_eq!(d.limit, Limit::Startup);
-        assert!(d.message.contains("80 % of the time in startup, 40 ms RTT"), "{d}");
+        assert!(
+            d.message.contains("80 % of the time in startup, 40 ms RTT"),
+            "{d}"
+        );
     }
 
     fn receiver() -> LimitInputs {
@@ -827,13 +840,19 @@ mod tests {
         };
         let d = limit(&i);
         assert_eq!(d.limit, Limit::Path);
-        assert!(d.message.contains("80 Mb/s received, 20 ms RTT, 1.0 % loss"), "{d}");
+        assert!(
+            d.message
+                .contains("80 Mb/s received, 20 ms RTT, 1.0 % loss"),
+            "{d}"
+        );
         let i = LimitInputs {
             peer_rate_bps: Some(90e6),
             ..i
         };
         assert!(
-            limit(&i).message.contains("received (it last announced 90 Mb/s), 20 ms"),
+            limit(&i)
+                .message
+                .contains("received (it last announced 90 Mb/s), 20 ms"),
             "{}",
             limit(&i)
         );
@@ -843,6 +862,9 @@ mod tests {
     fn limits_serialize_as_short_names() {
         let d = Verdict::default().say(Limit::ReceiverWindow, "x".into());
         let j = serde_json::to_string(&d).unwrap();
-        assert_eq!(j, r#"{"limit":"receiver-window","message":"x","figures":{}}"#);
+        assert_eq!(
+            j,
+            r#"{"limit":"receiver-window","message":"x","figures":{}}"#
+        );
     }
 }

@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use netblt::{IncomingTransfer, Limit, Policy, Receiver, ReceiverOptions, SendOptions};
 
+/// A receiving application's handler, as a closure.
+type Handler = Box<dyn FnMut(&IncomingTransfer, u64, &[u8]) -> Result<(), String> + Send>;
+
 /// A receiver on a thread: discards data, or hands it to `handler`.
-fn receiver(
-    handler: Option<Box<dyn FnMut(&IncomingTransfer, u64, &[u8]) -> Result<(), String> + Send>>,
-) -> (SocketAddr, Arc<AtomicBool>, JoinHandle<()>) {
+fn receiver(handler: Option<Handler>) -> (SocketAddr, Arc<AtomicBool>, JoinHandle<()>) {
     let stop = Arc::new(AtomicBool::new(false));
     let mut opts = ReceiverOptions::new();
     opts.stop = Some(Arc::clone(&stop));
@@ -70,7 +71,11 @@ fn an_adaptive_sender_at_its_cap_is_named_as_the_rate_cap() {
     let d = r.limit.expect("a diagnosis");
     eprintln!("why: {d}");
     assert_eq!(d.limit, Limit::RateCap, "{d:?}");
-    assert!(d.message.starts_with("limited by --rate (the cap"), "{}", d.message);
+    assert!(
+        d.message.starts_with("limited by --rate (the cap"),
+        "{}",
+        d.message
+    );
 }
 
 /// A reader that hands out `chunk` bytes per read, sleeping before each:
@@ -126,8 +131,8 @@ fn a_slow_receiving_application_is_named_as_the_receivers_disk() {
     let mut o = options();
     // Few buffers, so that the receiver's queue fills at once.
     o.params.max_buffers = 2;
-    let r = netblt::send_reader(std::io::Cursor::new(data), size as u64, "to-slow", addr, &o)
-        .unwrap();
+    let r =
+        netblt::send_reader(std::io::Cursor::new(data), size as u64, "to-slow", addr, &o).unwrap();
     stop(flag, h);
     let d = r.limit.expect("a diagnosis");
     eprintln!("why: {d}");
