@@ -34,6 +34,12 @@ pub fn line(r: &TransferReport) -> String {
     }
 }
 
+/// "why: ..." : what limited the transfer (the library's diagnosis), when
+/// one was made.
+pub fn why(r: &TransferReport) -> Option<String> {
+    r.limit.as_ref().map(|d| format!("why: {}", d.message))
+}
+
 /// The RFC 1030 appendix row (`commands::sim::TABLE_HEADER`'s columns).
 pub fn table_row(r: &TransferReport) -> String {
     let speed = r

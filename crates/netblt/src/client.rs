@@ -17,6 +17,7 @@ use crate::app::sink::{Target, TempFile};
 use crate::app::source::{Input, Pattern};
 use crate::app::transfer::{Plan, Transfer};
 use crate::app::{io_reason, AppError, Kind, DIGEST_LEN};
+use crate::diagnosis::{diagnose, LimitInputs};
 use crate::driver::active::{run_active, ActiveOptions};
 use crate::driver::Waker;
 use crate::error::Error;
@@ -274,5 +275,10 @@ fn run(
         recv_syscalls: out.io.recv_syscalls,
         gso_fallbacks: out.io.gso_fallbacks,
     });
+    if report.succeeded() {
+        let inputs = LimitInputs::gather(&report, &out.conn, out.times, out.socket_drops);
+        tracing::debug!(?inputs, "limit inputs");
+        report.limit = diagnose(&inputs);
+    }
     Ok(report)
 }

@@ -54,6 +54,7 @@
 
 mod app;
 mod client;
+mod diagnosis;
 mod driver;
 mod error;
 mod handler;
@@ -63,6 +64,7 @@ mod report;
 
 pub use app::params::{DEFAULT_RATE, MAX_UDP_PACKET_SIZE};
 pub use client::{bench, files_to_send, get, send_dir, send_file, send_file_as, send_reader};
+pub use diagnosis::{Diagnosis, Limit};
 pub use driver::passive::JunkCounts;
 pub use driver::socket::DEFAULT_PORT;
 pub use error::Error;

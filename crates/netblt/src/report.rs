@@ -10,6 +10,7 @@ use netblt_proto::{Connection, Stats};
 
 use crate::app::transfer::Transfer;
 use crate::app::{hex, Kind};
+use crate::diagnosis::Diagnosis;
 use crate::error::{AppError, Error};
 
 /// CPU seconds (user, system) used by this process so far.
@@ -137,6 +138,9 @@ pub struct TransferReport {
     pub srtt_ms: Option<f64>,
     /// Data sender with rate control on: the rate controller at the end.
     pub rate: Option<RateReport>,
+    /// What limited the transfer's speed ("why was it slow?"), from the
+    /// measured counters: active end, successful transfers only.
+    pub limit: Option<Diagnosis>,
     /// Why the transfer failed (`None`: it succeeded). Serialized as its
     /// message.
     #[serde(serialize_with = "error_message")]
@@ -248,6 +252,7 @@ impl TransferReport {
                 noise_loss: r.noise_loss,
                 congestion_events: r.congestion_events,
             }),
+            limit: None,
             error,
             io: None,
         }

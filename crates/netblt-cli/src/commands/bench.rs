@@ -12,7 +12,7 @@ use clap::Args;
 use crate::commands::sim::TABLE_HEADER;
 use crate::exit::{self, CliError};
 use crate::flags::{resolve_host, CommonFlags, ParamFlags};
-use crate::output::table_row;
+use crate::output::{table_row, why};
 use crate::progress::{default_sigpipe, Bar};
 use crate::units::{fmt_bytes, fmt_rate, parse_size};
 
@@ -76,6 +76,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
                 report.cpu_sys_s,
                 report.digest.as_deref().and_then(|d| d.get(..16)).unwrap_or("-"),
             );
+            if let Some(w) = why(&report) {
+                println!("{w}");
+            }
         }
     }
     match &report.error {

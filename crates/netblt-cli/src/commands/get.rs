@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::exit::{self, CliError};
 use crate::flags::{resolve_host, CommonFlags, ParamFlags};
-use crate::output::line;
+use crate::output::{line, why};
 use crate::progress::{default_sigpipe, Bar};
 
 #[derive(Debug, Args)]
@@ -65,6 +65,9 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string(&report)?);
     } else if report.error.is_none() {
         println!("{} (saved as {})", line(&report), out.display());
+        if let Some(w) = why(&report) {
+            println!("{w}");
+        }
     }
     match &report.error {
         None => Ok(exit::OK),

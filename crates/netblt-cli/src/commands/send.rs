@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::exit::{self, CliError};
 use crate::flags::{resolve_host, CommonFlags, ParamFlags};
-use crate::output::line;
+use crate::output::{line, why};
 use crate::progress::{default_sigpipe, Bar};
 
 #[derive(Debug, Args)]
@@ -48,6 +48,9 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
             println!("{}", serde_json::to_string(&report)?);
         } else if report.error.is_none() {
             println!("{}", line(&report));
+            if let Some(w) = why(&report) {
+                println!("{w}");
+            }
         }
         if let Some(e) = &report.error {
             let line = format!("{}: {e}", report.name);

@@ -10,6 +10,7 @@ use netblt_proto::{Connection, ConnectionError, Event, Instant, TransferParams};
 use super::sink::{Output, Sink, Target};
 use super::source::{Input, Source};
 use super::{meta, AppError, Kind, DIGEST_LEN};
+use crate::driver::meter::AppGauge;
 use crate::driver::{Application, Waker};
 
 /// Makes the writer's target once the size is known (READ mode).
@@ -56,6 +57,8 @@ pub(crate) struct Transfer {
     pub(crate) finished: bool,
     /// Payload bytes handed over so far (progress).
     pub(crate) moved: u64,
+    /// What the loop's meter needs (why the sender waited).
+    gauge: AppGauge,
 }
 
 impl Transfer {
@@ -78,6 +81,7 @@ impl Transfer {
             conn_error: None,
             finished: false,
             moved: 0,
+            gauge: AppGauge::default(),
         }
     }
 
@@ -200,6 +204,7 @@ impl Transfer {
                 }
                 Event::BufferAcked { storage, .. } => {
                     self.moved += storage.len() as u64;
+                    self.gauge.acked_packets += packets(storage.len(), conn);
                     if let Data::Sending(src) = &self.data {
                         src.recycle(storage);
                     }
@@ -219,6 +224,7 @@ impl Transfer {
             while conn.wants_buffer() {
                 match src.try_next() {
                     Some(Ok((buf, last))) => {
+                        let n = packets(buf.len(), conn);
                         if let Err(e) = conn.push_buffer(buf, last) {
                             let e = AppError::new(
                                 Kind::Failed,
@@ -227,11 +233,14 @@ impl Transfer {
                             );
                             return self.fail(now, conn, e);
                         }
+                        self.gauge.pushed_packets += n;
+                        self.gauge.last_pushed |= last;
                     }
                     Some(Err(e)) => return self.fail(now, conn, e),
                     None => break,
                 }
             }
+            self.gauge.starved = conn.wants_buffer() && !src.done;
             if self.digest.is_none() {
                 self.digest = src.digest();
             }
@@ -299,4 +308,17 @@ impl Application for Transfer {
     fn settle(&mut self) {
         Transfer::settle(self);
     }
+
+    fn gauge(&self) -> AppGauge {
+        AppGauge {
+            writer_behind: self.stalled.is_some(),
+            ..self.gauge
+        }
+    }
+}
+
+/// DATA packets in a buffer of `len` bytes, as the engine counts them.
+fn packets(len: usize, conn: &Connection) -> u64 {
+    let psz = usize::from(conn.params().packet_size.max(1));
+    len.div_ceil(psz).max(1) as u64
 }

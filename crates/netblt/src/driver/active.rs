@@ -9,6 +9,7 @@ use netblt_proto::{Config, Connection, Gathered, Mode, State};
 use netblt_udp::IoStats;
 
 use super::clock::Clock;
+use super::meter::{socket_drops, LoopTimes, Meter};
 use super::poll::{wait, Waker};
 use super::rx::RxBuffers;
 use super::socket::{random_port, NetSocket};
@@ -40,6 +41,10 @@ pub(crate) struct ActiveOutcome {
     pub(crate) wall: Duration,
     pub(crate) io: IoStats,
     pub(crate) send_syscalls: u64,
+    /// Where the loop's time went (for the report's `limit`).
+    pub(crate) times: LoopTimes,
+    /// Datagrams the kernel dropped at the socket (receive buffer full).
+    pub(crate) socket_drops: Option<u64>,
 }
 
 /// Runs one transfer to its end. `progress` is called about ten times a
@@ -88,6 +93,7 @@ pub(crate) fn run_active<A: Application>(
     let mut want_write = false;
     let mut last_progress = std::time::Instant::now();
     let mut net_error: Option<AppError> = None;
+    let mut meter = Meter::new(clock.now());
     loop {
         let now = clock.now();
         let mut drained = false;
@@ -180,8 +186,10 @@ pub(crate) fn run_active<A: Application>(
         if timeout.is_some_and(|t| t.is_zero()) && !want_write {
             continue;
         }
+        meter.sleep(clock.now(), &conn, transfer.gauge(), conn.poll_timeout());
         let ready = wait(sock.raw_fd(), want_write, waker, timeout)
             .map_err(|e| AppError::new(Kind::Network, format!("waiting on the socket: {e}"), ""))?;
+        meter.woke(clock.now(), &conn);
         if ready.error && !ready.readable {
             if let Some(e) = sock.take_error() {
                 net_error = Some(network_error(&e, peer, conn.state() == State::Opening));
@@ -203,5 +211,7 @@ pub(crate) fn run_active<A: Application>(
         wall: started.elapsed(),
         io: s.stats(),
         send_syscalls: tx.syscalls,
+        times: meter.finish(),
+        socket_drops: socket_drops(sock.raw_fd()),
     })
 }

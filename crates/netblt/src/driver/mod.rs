@@ -36,6 +36,7 @@
 
 pub(crate) mod active;
 pub(crate) mod clock;
+pub(crate) mod meter;
 pub(crate) mod passive;
 pub(crate) mod poll;
 pub(crate) mod rx;
@@ -65,6 +66,11 @@ pub(crate) trait Application {
     /// The connection closed and its last packets are out: stop helper
     /// threads and collect their last word.
     fn settle(&mut self);
+    /// The application's side of the data flow, for the loop's
+    /// [`meter`] (what the sender waited for). Default: nothing known.
+    fn gauge(&self) -> meter::AppGauge {
+        meter::AppGauge::default()
+    }
 }
 
 /// Receive syscalls per loop turn at most, so that a flood of arrivals

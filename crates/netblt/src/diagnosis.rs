@@ -1,0 +1,870 @@
+//! "Why was it slow?": the one thing that limited a transfer's speed, named
+//! from measured counters ([`Diagnosis`], in [`TransferReport::limit`]).
+//!
+//! Three sources feed it, gathered into [`LimitInputs`]:
+//!
+//! * the engine's counters (packets sent, resent, lost) and its rate
+//!   controller's view of the path (bottleneck estimate, round trip, loss
+//!   treated as noise, congestion backoffs, and why the rate is what it is,
+//!   time-weighted over the transfer);
+//! * the active loop's meter (`driver::meter`): how long the loop slept
+//!   waiting for the pacer, for the receiver's OKs (the window), for a GO,
+//!   for the application's next buffer or for the local writer, how long it
+//!   was busy, and its thread's CPU time;
+//! * the socket's drop counter (`SO_MEMINFO`).
+//!
+//! [`diagnose`] is a pure function of those figures, so each verdict is
+//! unit-tested with constructed counters (below) and end to end by runs in
+//! which that limit is really the cause (`tests/limits.rs`).
+//! Decision D1 in docs/decisions.md gives the rules and their thresholds.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::driver::meter::LoopTimes;
+use crate::report::TransferReport;
+
+/// What limited a transfer's speed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Limit {
+    /// The rate the user allowed: `--rate` held the adaptive controller at
+    /// its cap, or `--policy fixed` sent at that rate.
+    RateCap,
+    /// The path: its bottleneck rate, round trip and loss, as the rate
+    /// controller measured them (or the loss a fixed rate met).
+    Path,
+    /// Start-up: the transfer ended while the rate controller was still
+    /// ramping up to the path's rate.
+    Startup,
+    /// The receiver's window: all the buffers it allows (`buffers` ×
+    /// `buffer_size`) were in flight, waiting for OKs, most of the time.
+    ReceiverWindow,
+    /// The receiving socket: the kernel dropped datagrams because its
+    /// buffer was full.
+    ReceiverDrops,
+    /// The receiver's disk or application: it was slow to take buffers (a
+    /// sender saw no GO; a receiver's writer was behind).
+    ReceiverDisk,
+    /// The receiver's CPU: its event loop was busy all the time.
+    ReceiverCpu,
+    /// The sender's CPU: its event loop was busy all the time and sent
+    /// below the pacing rate.
+    SenderCpu,
+    /// The sender's disk or reader: the engine waited for the
+    /// application's data.
+    SenderReader,
+}
+
+impl Limit {
+    /// The short name used in JSON (`rate-cap`, `path`, `startup`,
+    /// `receiver-window`, `receiver-drops`, `receiver-disk`,
+    /// `receiver-cpu`, `sender-cpu`, `sender-reader`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::RateCap => "rate-cap",
+            Limit::Path => "path",
+            Limit::Startup => "startup",
+            Limit::ReceiverWindow => "receiver-window",
+            Limit::ReceiverDrops => "receiver-drops",
+            Limit::ReceiverDisk => "receiver-disk",
+            Limit::ReceiverCpu => "receiver-cpu",
+            Limit::SenderCpu => "sender-cpu",
+            Limit::SenderReader => "sender-reader",
+        }
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The verdict on one transfer: what limited it, in a sentence for people,
+/// and the figures that decided it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Diagnosis {
+    /// The limit (serialized as its short name, e.g. `"rate-cap"`).
+    pub limit: Limit,
+    /// One sentence, e.g. "limited by the path: ~96 Mb/s estimated
+    /// bottleneck, 100 ms RTT, 1.0 % loss treated as noise".
+    pub message: String,
+    /// The measurements behind the verdict, by name (rates in bits/s,
+    /// times in milliseconds, fractions 0..1).
+    pub figures: BTreeMap<&'static str, f64>,
+}
+
+impl fmt::Display for Diagnosis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Everything [`diagnose`] looks at.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct LimitInputs {
+    /// This end sent the data.
+    pub(crate) sender: bool,
+    /// The data sender ran RFC 998's fixed rate (no controller).
+    pub(crate) fixed: bool,
+    /// The most the sender could pace: the negotiated burst rate (`--rate`).
+    pub(crate) cap_bps: f64,
+    /// RFC 1030's steady throughput.
+    pub(crate) achieved_bps: f64,
+    /// Where the loop's time went.
+    pub(crate) times: LoopTimes,
+    /// The controller's bottleneck estimate at the end.
+    pub(crate) bottleneck_bps: Option<f64>,
+    /// The controller's minimum round trip, else the control round trip.
+    pub(crate) rtt_ms: Option<f64>,
+    /// Loss the controller treated as noise (0..1).
+    pub(crate) noise_loss: f64,
+    /// The controller's backoffs for congestion.
+    pub(crate) congestion_events: u64,
+    /// Data sender: new DATA packets sent, and packets resent.
+    pub(crate) packets_sent: u64,
+    pub(crate) retransmitted: u64,
+    /// Data receiver: packets accepted, and found missing.
+    pub(crate) packets_received: u64,
+    pub(crate) packets_lost: u64,
+    /// Data receiver: the rate the sender last announced (burst size and
+    /// interval of its latest NULL-ACK, RFC 998 §4).
+    pub(crate) peer_rate_bps: Option<f64>,
+    /// Datagrams the kernel dropped at this end's socket.
+    pub(crate) socket_drops: u64,
+    /// The window: buffers outstanding × bytes per buffer.
+    pub(crate) buffers: u16,
+    pub(crate) buffer_size: u32,
+}
+
+/// A cause must hold the sender back this share of the data phase to be
+/// named (the rest of the time something else did).
+const DOMINANT: f64 = 0.3;
+/// A sender's loop awake this share of the data phase, while the pacer
+/// allowed more than went out, was the limit (its CPU).
+const BUSY: f64 = 0.5;
+/// A receiver's loop awake this share of the time was saturated.
+const SATURATED: f64 = 0.85;
+/// The controller's reason must hold this share of the time to be named.
+const MOSTLY: f64 = 0.5;
+
+impl LimitInputs {
+    /// Gathers the inputs of an active end's finished transfer.
+    pub(crate) fn gather(
+        report: &TransferReport,
+        conn: &netblt_proto::Connection,
+        times: LoopTimes,
+        socket_drops: Option<u64>,
+    ) -> LimitInputs {
+        let st = conn.stats();
+        let rate = conn.rate_state();
+        let sender = conn.role() == netblt_proto::Role::DataSender;
+        let rtt = rate
+            .and_then(|r| r.min_rtt)
+            .or(st.srtt)
+            .map(|d| d.as_secs_f64() * 1e3);
+        LimitInputs {
+            sender,
+            fixed: sender && rate.is_none(),
+            cap_bps: f64::from(report.burst_size) * f64::from(report.packet_size) * 8.0 * 1e3
+                / f64::from(report.burst_interval_ms.max(1)),
+            // A receiver has no steady throughput (RFC 1030's SPEED is the
+            // sender's): its real throughput, then.
+            achieved_bps: report
+                .steady_throughput_bps
+                .or(report.real_throughput_bps)
+                .unwrap_or(0.0),
+            // `Connection::current_rate` gives a receiver the negotiated
+            // values, not the sender's NULL-ACK updates: not known here.
+            peer_rate_bps: None,
+            times,
+            bottleneck_bps: rate.and_then(|r| r.bottleneck_bps),
+            rtt_ms: rtt,
+            noise_loss: rate.map_or(0.0, |r| r.noise_loss),
+            congestion_events: rate.map_or(0, |r| r.congestion_events),
+            packets_sent: st.data_packets_sent,
+            retransmitted: st.data_packets_retransmitted,
+            packets_received: st.data_packets_received,
+            packets_lost: st.data_packets_lost,
+            socket_drops: socket_drops.unwrap_or(0),
+            buffers: report.buffers,
+            buffer_size: report.buffer_size,
+        }
+    }
+}
+
+/// Names what limited the transfer, or `None` when nothing was measured
+/// (no data phase). Pure: see the module docs and decision D1.
+pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
+    let t = &i.times;
+    let active = t.active();
+    if active <= 0.0 {
+        return None;
+    }
+    let share = |x: f64| x / active;
+    let mut d = Verdict::default();
+    d.fig("achieved_bps", i.achieved_bps);
+    d.fig("data_phase_ms", active * 1e3);
+    if !i.sender {
+        return Some(receiver_side(i, share, d));
+    }
+    // What the sender waited for, when it was not busy and not pacing.
+    let waits = [
+        (Limit::SenderReader, t.starved),
+        (Limit::ReceiverDisk, t.no_go),
+        (Limit::ReceiverWindow, t.window),
+    ];
+    let (which, longest) =
+        waits
+            .into_iter()
+            .fold((Limit::Path, 0.0), |a, b| if b.1 > a.1 { b } else { a });
+    let busy = share(t.busy);
+    let mean_pacing = if active > 0.0 {
+        t.paced_bits / active
+    } else {
+        0.0
+    };
+    if share(longest) >= DOMINANT {
+        let s = share(longest);
+        d.fig("waiting_share", s);
+        return Some(match which {
+            Limit::SenderReader => d.say(
+                Limit::SenderReader,
+                format!(
+                    "limited by the sender's disk/reader: the engine waited for the application's data {} of the time",
+                    pct(s)
+                ),
+            ),
+            Limit::ReceiverDisk => d.say(
+                Limit::ReceiverDisk,
+                format!(
+                    "limited by the receiver's disk/application: it granted no buffer (GO) {} of the time while data was ready",
+                    pct(s)
+                ),
+            ),
+            _ => window(i, s, mean_pacing, d),
+        });
+    }
+    // The pacer allowed more than went out, and the loop was awake (working,
+    // or runnable and waiting for a core) more than it slept: the sender's
+    // CPU could not keep the pacing rate.
+    let pacer_binding = i.achieved_bps >= 0.9 * mean_pacing;
+    if !pacer_binding && busy >= BUSY {
+        d.fig("busy_share", busy);
+        d.fig("loop_cpu_cores", t.cpu_s / active.max(1e-9));
+        d.fig("pacing_bps", mean_pacing);
+        d.fig("lateness_ms", t.lateness * 1e3);
+        return Some(d.say(
+            Limit::SenderCpu,
+            format!(
+                "limited by the sender's CPU: its event loop was awake {} of the time ({:.2} of a core running, the rest waiting for one) and sent {} of the {} paced",
+                pct(busy),
+                t.cpu_s / active.max(1e-9),
+                rate(i.achieved_bps),
+                rate(mean_pacing)
+            ),
+        ));
+    }
+    if i.fixed {
+        d.fig("cap_bps", i.cap_bps);
+        let loss = ratio(i.retransmitted, i.packets_sent);
+        if pacer_binding {
+            return Some(d.say(
+                Limit::RateCap,
+                format!(
+                    "limited by --policy fixed at --rate: {} paced (in whole-packet bursts), {} achieved",
+                    rate(i.cap_bps),
+                    rate(i.achieved_bps)
+                ),
+            ));
+        }
+        d.fig("loss", loss);
+        return Some(path(i, Some(loss), d));
+    }
+    let reasons: f64 = t.reasons.iter().map(|(_, s)| s).sum();
+    let reason = |name: &str| {
+        t.reasons
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0.0, |(_, s)| s / reasons.max(1e-12))
+    };
+    let (startup, cap, rx) = (reason("startup"), reason("cap"), reason("receiver-limited"));
+    if startup >= MOSTLY {
+        d.fig("startup_share", startup);
+        return Some(d.say(
+            Limit::Startup,
+            format!(
+                "limited by start-up: the transfer ended before the rate controller reached the path's rate ({} of the time in startup{})",
+                pct(startup),
+                i.rtt_ms.map_or(String::new(), |r| format!(", {} RTT", ms(r)))
+            ),
+        ));
+    }
+    if cap >= MOSTLY {
+        d.fig("cap_bps", i.cap_bps);
+        d.fig("cap_share", cap);
+        return Some(d.say(
+            Limit::RateCap,
+            format!(
+                "limited by --rate (the cap: {}): the rate controller was held there {} of the time",
+                rate(i.cap_bps),
+                pct(cap)
+            ),
+        ));
+    }
+    if rx >= MOSTLY {
+        return Some(window(i, rx, mean_pacing, d));
+    }
+    Some(path(i, None, d))
+}
+
+/// The data receiver's view: its writer, its socket, its CPU, else the
+/// sender's pace over the path.
+fn receiver_side(i: &LimitInputs, share: impl Fn(f64) -> f64, mut d: Verdict) -> Diagnosis {
+    let t = &i.times;
+    let behind = share(t.writer_behind);
+    if behind >= DOMINANT {
+        d.fig("waiting_share", behind);
+        return d.say(
+            Limit::ReceiverDisk,
+            format!(
+                "limited by the receiver's disk: its writer was behind {} of the time",
+                pct(behind)
+            ),
+        );
+    }
+    let drops = ratio(i.socket_drops, i.packets_received + i.socket_drops);
+    if i.socket_drops >= 10 && drops >= 0.005 {
+        d.fig("socket_drops", i.socket_drops as f64);
+        d.fig("drop_share", drops);
+        return d.say(
+            Limit::ReceiverDrops,
+            format!(
+                "limited by receiver socket drops: the kernel dropped {} datagrams ({} of the data) with its receive buffer full",
+                i.socket_drops,
+                pct(drops)
+            ),
+        );
+    }
+    let busy = share(t.busy);
+    if busy >= SATURATED {
+        d.fig("busy_share", busy);
+        d.fig("loop_cpu_cores", t.cpu_s / t.active().max(1e-9));
+        return d.say(
+            Limit::ReceiverCpu,
+            format!(
+                "limited by the receiver's CPU: its event loop was busy {} of the time",
+                pct(busy)
+            ),
+        );
+    }
+    let loss = ratio(i.packets_lost, i.packets_received);
+    d.fig("loss", loss);
+    if let Some(r) = i.rtt_ms {
+        d.fig("rtt_ms", r);
+    }
+    let announced = match i.peer_rate_bps {
+        Some(p) => {
+            d.fig("sender_rate_bps", p);
+            format!(" (it last announced {})", rate(p))
+        }
+        None => String::new(),
+    };
+    d.say(
+        Limit::Path,
+        format!(
+            "limited by the sender's pace over the path: {} received{announced}, {} RTT, {} loss",
+            rate(i.achieved_bps),
+            i.rtt_ms.map_or("-".into(), ms),
+            pct1(loss)
+        ),
+    )
+}
+
+/// The receiver's window: what it allows per round trip.
+fn window(i: &LimitInputs, s: f64, mean_pacing: f64, mut d: Verdict) -> Diagnosis {
+    let w = f64::from(i.buffers) * f64::from(i.buffer_size);
+    d.fig("window_bytes", w);
+    let per_rtt = i.rtt_ms.filter(|&r| r > 0.0).map(|r| w * 8.0 / (r / 1e3));
+    let bw = if i.fixed {
+        i.cap_bps
+    } else {
+        i.bottleneck_bps.unwrap_or(0.0).max(mean_pacing)
+    };
+    let mut msg = format!(
+        "limited by the receiver's window: {} buffer{} x {} = {}",
+        i.buffers,
+        if i.buffers == 1 { "" } else { "s" },
+        bytes(f64::from(i.buffer_size)),
+        bytes(w)
+    );
+    if let Some(r) = i.rtt_ms {
+        d.fig("rtt_ms", r);
+        let bdp = bw * r / 1e3 / 8.0;
+        if bdp > w {
+            d.fig("bdp_bytes", bdp);
+            msg += &format!(
+                " < bandwidth x RTT ({} x {} = {})",
+                rate(bw),
+                ms(r),
+                bytes(bdp)
+            );
+        }
+    }
+    if let Some(m) = per_rtt {
+        d.fig("window_bps", m);
+        msg += &format!(", allowing at most {}", rate(m));
+    }
+    msg += &format!(
+        "; the sender waited for its OKs {} of the time (raise --buffers or --buffer-size)",
+        pct(s)
+    );
+    d.say(Limit::ReceiverWindow, msg)
+}
+
+/// The path as the controller measured it (or, at a fixed rate, the loss).
+fn path(i: &LimitInputs, fixed_loss: Option<f64>, mut d: Verdict) -> Diagnosis {
+    let mut parts = Vec::new();
+    if let Some(b) = i.bottleneck_bps {
+        d.fig("bottleneck_bps", b);
+        parts.push(format!("~{} estimated bottleneck", rate(b)));
+    }
+    if let Some(r) = i.rtt_ms {
+        d.fig("rtt_ms", r);
+        parts.push(format!("{} RTT", ms(r)));
+    }
+    match fixed_loss {
+        Some(l) => parts.push(format!(
+            "{} of the packets resent, {} of the fixed {} achieved",
+            pct1(l),
+            rate(i.achieved_bps),
+            rate(i.cap_bps)
+        )),
+        None => {
+            d.fig("noise_loss", i.noise_loss);
+            parts.push(format!("{} loss treated as noise", pct1(i.noise_loss)));
+            if i.congestion_events > 0 {
+                d.fig("congestion_events", i.congestion_events as f64);
+                parts.push(format!(
+                    "{} congestion backoff{}",
+                    i.congestion_events,
+                    if i.congestion_events == 1 { "" } else { "s" }
+                ));
+            }
+        }
+    }
+    d.say(
+        Limit::Path,
+        format!("limited by the path: {}", parts.join(", ")),
+    )
+}
+
+#[derive(Default)]
+struct Verdict {
+    figures: BTreeMap<&'static str, f64>,
+}
+
+impl Verdict {
+    fn fig(&mut self, name: &'static str, v: f64) {
+        if v.is_finite() {
+            self.figures.insert(name, v);
+        }
+    }
+    fn say(self, limit: Limit, message: String) -> Diagnosis {
+        Diagnosis {
+            limit,
+            message,
+            figures: self.figures,
+        }
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0} %", x * 100.0)
+}
+
+fn pct1(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
+fn ms(x: f64) -> String {
+    if x >= 10.0 {
+        format!("{x:.0} ms")
+    } else if x >= 1.0 {
+        format!("{x:.1} ms")
+    } else {
+        format!("{x:.2} ms")
+    }
+}
+
+/// Bits per second in the tool's units (decimal, 3 significant digits).
+fn rate(bps: f64) -> String {
+    let (v, unit) = if bps >= 1e9 {
+        (bps / 1e9, "Gb/s")
+    } else if bps >= 1e6 {
+        (bps / 1e6, "Mb/s")
+    } else if bps >= 1e3 {
+        (bps / 1e3, "kb/s")
+    } else {
+        (bps, "b/s")
+    };
+    sig3(v, unit)
+}
+
+/// Bytes in binary units (the tool's --buffer-size spelling).
+fn bytes(b: f64) -> String {
+    let (v, unit) = if b >= (1u64 << 30) as f64 {
+        (b / (1u64 << 30) as f64, "GiB")
+    } else if b >= (1u64 << 20) as f64 {
+        (b / (1u64 << 20) as f64, "MiB")
+    } else if b >= 1024.0 {
+        (b / 1024.0, "KiB")
+    } else {
+        (b, "B")
+    };
+    sig3(v, unit)
+}
+
+fn sig3(v: f64, unit: &str) -> String {
+    if v >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0} {unit}")
+    } else if v >= 10.0 {
+        format!("{v:.1} {unit}")
+    } else {
+        format!("{v:.2} {unit}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sender's inputs: 2 s of data phase, 100 Mb/s cap, 40 ms RTT.
+    fn sender() -> LimitInputs {
+        LimitInputs {
+            sender: true,
+            cap_bps: 100e6,
+            achieved_bps: 50e6,
+            rtt_ms: Some(40.0),
+            packets_sent: 10_000,
+            buffers: 8,
+            buffer_size: 1 << 20,
+            ..LimitInputs::default()
+        }
+    }
+
+    fn times(f: impl FnOnce(&mut LoopTimes)) -> LoopTimes {
+        let mut t = LoopTimes::default();
+        f(&mut t);
+        t
+    }
+
+    fn limit(i: &LimitInputs) -> Diagnosis {
+        diagnose(i).expect("a diagnosis")
+    }
+
+    #[test]
+    fn nothing_measured_names_nothing() {
+        assert_eq!(diagnose(&sender()), None);
+    }
+
+    #[test]
+    fn fixed_policy_at_its_rate_is_the_rate_cap() {
+        let i = LimitInputs {
+            fixed: true,
+            cap_bps: 20e6,
+            achieved_bps: 19.6e6,
+            times: times(|t| {
+                t.paced = 1.8;
+                t.busy = 0.2;
+                t.paced_bits = 20e6 * 2.0;
+            }),
+            ..sender()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::RateCap);
+        assert!(
+            d.message
+                .contains("--policy fixed at --rate: 20 Mb/s paced"),
+            "{d}"
+        );
+        assert_eq!(d.figures["cap_bps"], 20e6);
+    }
+
+    #[test]
+    fn an_adaptive_sender_held_at_its_cap_is_the_rate_cap() {
+        let i = LimitInputs {
+            cap_bps: 50e6,
+            times: times(|t| {
+                t.paced = 1.8;
+                t.busy = 0.2;
+                t.reasons = vec![("startup", 0.2), ("cap", 1.8)];
+            }),
+            ..sender()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::RateCap);
+        assert!(
+            d.message
+                .starts_with("limited by --rate (the cap: 50 Mb/s)"),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn a_steady_controller_names_the_path() {
+        let i = LimitInputs {
+            bottleneck_bps: Some(96e6),
+            rtt_ms: Some(100.0),
+            noise_loss: 0.01,
+            times: times(|t| {
+                t.paced = 9.0;
+                t.busy = 1.0;
+                t.reasons = vec![("startup", 1.0), ("steady", 6.0), ("noise", 3.0)];
+            }),
+            ..sender()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::Path);
+        assert_eq!(
+            d.message,
+            "limited by the path: ~96 Mb/s estimated bottleneck, 100 ms RTT, 1.0 % loss treated as noise"
+        );
+        let i = LimitInputs {
+            congestion_events: 3,
+            ..i
+        };
+        assert!(limit(&i).message.ends_with(", 3 congestion backoffs"));
+    }
+
+    #[test]
+    fn a_fixed_rate_with_heavy_loss_names_the_path() {
+        let i = LimitInputs {
+            fixed: true,
+            cap_bps: 100e6,
+            achieved_bps: 40e6,
+            retransmitted: 2_000,
+            times: times(|t| {
+                t.paced = 2.0;
+                t.paced_bits = 100e6 * 2.0;
+            }),
+            ..sender()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::Path);
+        assert!(d.message.contains("20.0 % of the packets resent"), "{d}");
+    }
+
+    #[test]
+    fn waiting_for_oks_with_every_buffer_out_is_the_window() {
+        let i = LimitInputs {
+            fixed: true,
+            buffers: 1,
+            buffer_size: 64 << 10,
+            achieved_bps: 12e6,
+            times: times(|t| {
+                t.window = 1.7;
+                t.paced = 0.2;
+                t.busy = 0.1;
+            }),
+            ..sender()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::ReceiverWindow);
+        assert!(
+            d.message.starts_with(
+                "limited by the receiver's window: 1 buffer x 64 KiB = 64 KiB < bandwidth x RTT (100 Mb/s x 40 ms = 488 KiB), allowing at most 13.1 Mb/s"
+            ),
+            "{d}"
+        );
+        assert_eq!(d.figures["window_bytes"], 65_536.0);
+    }
+
+    #[test]
+    fn a_receiver_limited_controller_is_the_window() {
+        let i = LimitInputs {
+            times: times(|t| {
+                t.paced = 2.0;
+                t.reasons = vec![("receiver-limited", 1.5), ("steady", 0.5)];
+            }),
+            ..sender()
+        };
+        assert_eq!(limit(&i).limit, Limit::ReceiverWindow);
+    }
+
+    #[test]
+    fn no_go_with_data_ready_is_the_receivers_disk() {
+        let i = LimitInputs {
+            times: times(|t| {
+                t.no_go = 1.5;
+                t.paced = 0.4;
+                t.busy = 0.1;
+            }),
+            ..sender()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::ReceiverDisk);
+        assert!(d.message.contains("granted no buffer (GO) 75 %"), "{d}");
+    }
+
+    #[test]
+    fn an_engine_waiting_for_the_application_is_the_senders_reader() {
+        let i = LimitInputs {
+            times: times(|t| {
+                t.starved = 1.6;
+                t.paced = 0.3;
+                t.busy = 0.1;
+            }),
+            ..sender()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::SenderReader);
+        assert!(d.message.contains("80 % of the time"), "{d}");
+    }
+
+    #[test]
+    fn a_saturated_loop_below_its_pacing_rate_is_the_senders_cpu() {
+        let i = LimitInputs {
+            fixed: true,
+            cap_bps: 10e9,
+            achieved_bps: 3e9,
+            times: times(|t| {
+                t.busy = 1.9;
+                t.paced = 0.1;
+                t.cpu_s = 1.9;
+                t.paced_bits = 10e9 * 2.0;
+            }),
+            ..sender()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::SenderCpu);
+        assert!(d.message.contains("awake 95 %"), "{d}");
+        // Busy but sending at the pacing rate: the rate, not the CPU.
+        let i = LimitInputs {
+            achieved_bps: 9.9e9,
+            ..i
+        };
+        assert_eq!(limit(&i).limit, Limit::RateCap);
+    }
+
+    #[test]
+    fn a_short_transfer_in_startup_is_start_up() {
+        let i = LimitInputs {
+            times: times(|t| {
+                t.paced = 0.5;
+                t.reasons = vec![("startup", 0.4), ("steady", 0.1)];
+            }),
+            ..sender()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::Startup);
+        assert!(
+            d.message.contains("80 % of the time in startup, 40 ms RTT"),
+            "{d}"
+        );
+    }
+
+    fn receiver() -> LimitInputs {
+        LimitInputs {
+            sender: false,
+            achieved_bps: 80e6,
+            packets_received: 10_000,
+            rtt_ms: Some(20.0),
+            ..LimitInputs::default()
+        }
+    }
+
+    #[test]
+    fn a_receiver_whose_writer_is_behind_names_its_disk() {
+        let i = LimitInputs {
+            times: times(|t| {
+                t.writer_behind = 1.2;
+                t.receiving = 0.8;
+            }),
+            ..receiver()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::ReceiverDisk);
+        assert!(d.message.contains("writer was behind 60 %"), "{d}");
+    }
+
+    #[test]
+    fn a_receiver_with_socket_drops_names_them() {
+        let i = LimitInputs {
+            socket_drops: 500,
+            times: times(|t| t.receiving = 2.0),
+            ..receiver()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::ReceiverDrops);
+        assert!(d.message.contains("dropped 500 datagrams (5 %"), "{d}");
+        // A handful is noise.
+        let i = LimitInputs {
+            socket_drops: 3,
+            ..i
+        };
+        assert_eq!(limit(&i).limit, Limit::Path);
+    }
+
+    #[test]
+    fn a_saturated_receiver_names_its_cpu() {
+        let i = LimitInputs {
+            times: times(|t| {
+                t.busy = 1.9;
+                t.receiving = 0.1;
+            }),
+            ..receiver()
+        };
+        assert_eq!(limit(&i).limit, Limit::ReceiverCpu);
+    }
+
+    #[test]
+    fn an_idle_receiver_names_the_senders_pace_and_the_path() {
+        let i = LimitInputs {
+            packets_lost: 100,
+            times: times(|t| t.receiving = 2.0),
+            ..receiver()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::Path);
+        assert!(
+            d.message
+                .contains("80 Mb/s received, 20 ms RTT, 1.0 % loss"),
+            "{d}"
+        );
+        let i = LimitInputs {
+            peer_rate_bps: Some(90e6),
+            ..i
+        };
+        assert!(
+            limit(&i)
+                .message
+                .contains("received (it last announced 90 Mb/s), 20 ms"),
+            "{}",
+            limit(&i)
+        );
+    }
+
+    #[test]
+    fn limits_serialize_as_short_names() {
+        let d = Verdict::default().say(Limit::ReceiverWindow, "x".into());
+        let j = serde_json::to_string(&d).unwrap();
+        assert_eq!(
+            j,
+            r#"{"limit":"receiver-window","message":"x","figures":{}}"#
+        );
+    }
+}
