@@ -60,16 +60,23 @@ impl Default for TransferParams {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ParamError {
+    /// The packet size is 0 or larger than [`MAX_PACKET_SIZE`].
     #[error("packet size must be between 1 and {MAX_PACKET_SIZE} bytes")]
     PacketSize,
+    /// The buffer size is 0 or holds more than [`MAX_PACKETS_PER_BUFFER`] packets.
     #[error("buffer size must be at least 1 byte and at most 65536 packets")]
     BufferSize,
+    /// The burst size is 0.
     #[error("burst size must be at least 1 packet")]
     BurstSize,
+    /// The burst interval is 0 ms.
     #[error("burst interval must be at least 1 ms")]
     BurstInterval,
+    /// No buffer may be outstanding.
     #[error("at least one outstanding buffer is needed")]
     Buffers,
+    /// A RESPONSE loosened the named parameter (RFC 998 §4 allows only
+    /// "more restrictive").
     #[error("the passive end made {0} less restrictive than offered")]
     LessRestrictive(&'static str),
 }
@@ -220,6 +227,7 @@ pub struct Config {
     pub initial_control_timeout: Duration,
     /// Floor and ceiling of the adaptive control timer. Defaults 2 ms and 60 s.
     pub min_control_timeout: Duration,
+    /// Ceiling of the adaptive control timer (see `min_control_timeout`).
     pub max_control_timeout: Duration,
     /// Floor of the data timers' variance term. Default 2 ms.
     pub min_data_timer_margin: Duration,

@@ -24,8 +24,11 @@ pub struct ConnectionHandle(pub usize);
 /// An OPEN from a peer with no connection yet: accept or refuse it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Incoming {
+    /// The peer's address.
     pub remote: SocketAddr,
+    /// The peer's NETBLT port.
     pub remote_port: u16,
+    /// The OPEN's connection unique ID.
     pub uid: u32,
     /// The active end's offer (packet size is the data segment, PSZ).
     pub offer: TransferParams,
@@ -33,8 +36,11 @@ pub struct Incoming {
     pub mode: Mode,
     /// The active end offered the FEEDBACK extension (the F flag).
     pub rate_feedback: bool,
+    /// Transfer size announced in OPEN (0 = not given).
     pub transfer_size: u32,
+    /// The peer's death timer, seconds.
     pub death_timer_s: u16,
+    /// The peer's client string.
     pub client: Vec<u8>,
     data_packet_size: u16,
 }
@@ -52,9 +58,13 @@ pub enum DatagramEvent {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct EndpointStats {
+    /// Datagrams that did not parse.
     pub malformed: u64,
+    /// Packets for no connection that were not an OPEN.
     pub stray: u64,
+    /// OPENs refused (REFUSED sent).
     pub refused: u64,
+    /// OPENs with a second UID on a port pair in use (ABORT sent).
     pub rejected_uid: u64,
 }
 
@@ -73,6 +83,7 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// An endpoint on NETBLT port `local_port`, accepting with `config`.
     pub fn new(config: Config, local_port: u16) -> Self {
         Endpoint {
             config,
@@ -86,14 +97,17 @@ impl Endpoint {
         }
     }
 
+    /// Our NETBLT port.
     pub fn local_port(&self) -> u16 {
         self.local_port
     }
 
+    /// Counters of datagrams that reached no connection.
     pub fn stats(&self) -> &EndpointStats {
         &self.stats
     }
 
+    /// The configuration new connections get unless `accept` says otherwise.
     pub fn config(&self) -> &Config {
         &self.config
     }
@@ -250,18 +264,22 @@ impl Endpoint {
         );
     }
 
+    /// A live connection.
     pub fn connection(&self, h: ConnectionHandle) -> Option<&Connection> {
         self.conns.get(h.0)?.as_ref().map(|(_, c)| c)
     }
 
+    /// A live connection, to drive its application calls.
     pub fn connection_mut(&mut self, h: ConnectionHandle) -> Option<&mut Connection> {
         self.conns.get_mut(h.0)?.as_mut().map(|(_, c)| c)
     }
 
+    /// A connection's peer address.
     pub fn remote(&self, h: ConnectionHandle) -> Option<SocketAddr> {
         self.conns.get(h.0)?.as_ref().map(|(a, _)| *a)
     }
 
+    /// Every live connection.
     pub fn handles(&self) -> Vec<ConnectionHandle> {
         (0..self.conns.len())
             .filter(|&i| self.conns[i].is_some())
@@ -334,6 +352,7 @@ impl Endpoint {
         self.conns.get(p.conn)?.as_ref()?.1.payload(p)
     }
 
+    /// The earliest timer of any connection.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.conns
             .iter()
@@ -342,6 +361,7 @@ impl Endpoint {
             .min()
     }
 
+    /// Runs every connection's due timers.
     pub fn handle_timeout(&mut self, now: Instant) {
         for (_, c) in self.conns.iter_mut().flatten() {
             if c.poll_timeout().is_some_and(|t| t <= now) {

@@ -22,6 +22,8 @@
 //! The wire format lives in `netblt-wire`; this crate depends on nothing else
 //! but `thiserror` and `tracing`.
 
+#![deny(missing_docs)]
+
 mod bitset;
 pub mod config;
 mod connection;

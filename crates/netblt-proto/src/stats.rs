@@ -42,9 +42,11 @@ pub struct Stats {
     pub premature_resends: u64,
     /// Datagrams sent of any kind, and their bytes.
     pub datagrams_sent: u64,
+    /// Bytes of the datagrams sent.
     pub bytes_sent: u64,
     /// Datagrams received of any kind, and their bytes.
     pub datagrams_received: u64,
+    /// Bytes of the datagrams received.
     pub bytes_received: u64,
     /// Datagrams dropped because they failed to parse or checksum.
     pub malformed: u64,

@@ -34,8 +34,12 @@ impl Payload {
 /// multiple of four bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gathered {
+    /// Bytes written at the start of the caller's buffer (the whole datagram,
+    /// or a DATA packet's header).
     pub head: usize,
+    /// Where the DATA payload lies, for a gathered DATA/LDATA packet.
     pub payload: Option<Payload>,
+    /// Zero bytes to send after the payload.
     pub pad: usize,
 }
 

@@ -43,14 +43,18 @@ use sender::Sender;
 /// Which end opened the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
+    /// Sent the OPEN.
     Active,
+    /// Accepted an OPEN.
     Passive,
 }
 
 /// Which way data flows from this end's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// Sends DATA, receives control messages.
     DataSender,
+    /// Receives DATA, sends GO/OK/RESEND.
     DataReceiver,
 }
 
@@ -329,24 +333,31 @@ impl Connection {
 
     // ----- getters -------------------------------------------------------
 
+    /// The connection's state (RFC 998's names where it has them).
     pub fn state(&self) -> State {
         self.state
     }
+    /// Which end opened the connection.
     pub fn side(&self) -> Side {
         self.side
     }
+    /// Which way data flows from this end.
     pub fn role(&self) -> Role {
         self.role
     }
+    /// The OPEN's M flag: READ or WRITE, from the active end's view.
     pub fn mode(&self) -> Mode {
         self.mode
     }
+    /// The connection unique ID from the OPEN.
     pub fn uid(&self) -> u32 {
         self.uid
     }
+    /// This end's NETBLT port.
     pub fn local_port(&self) -> u16 {
         self.local_port
     }
+    /// The peer's NETBLT port.
     pub fn remote_port(&self) -> u16 {
         self.remote_port
     }
@@ -374,6 +385,7 @@ impl Connection {
             _ => None,
         }
     }
+    /// The counters so far, with the smoothed control round trip.
     pub fn stats(&self) -> Stats {
         let mut s = self.stats.clone();
         s.srtt = self.rtt.srtt();
@@ -383,9 +395,11 @@ impl Connection {
     pub fn peer_death_timeout(&self) -> Duration {
         self.peer_death
     }
+    /// This end's death-timer value (sent to the peer in OPEN/RESPONSE).
     pub fn death_timeout(&self) -> Duration {
         Duration::from_secs(u64::from(self.config.death_timer_secs()))
     }
+    /// The connection is over; nothing more will be sent.
     pub fn is_closed(&self) -> bool {
         self.state == State::Closed
     }
@@ -480,6 +494,7 @@ impl Connection {
         );
     }
 
+    /// The next event for the application, if any.
     pub fn poll_event(&mut self) -> Option<Event> {
         let e = self.events.pop_front()?;
         if let (Event::BufferReceived { .. }, DataPart::Receiver(r)) = (&e, &mut self.data) {

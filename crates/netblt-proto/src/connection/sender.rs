@@ -57,14 +57,24 @@ struct SendBuffer {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PushError {
+    /// This end does not send data, or the connection is not open.
     #[error("the connection is not open for sending")]
     NotSending,
+    /// A buffer marked last was given already.
     #[error("the last buffer was already given")]
     AfterLast,
+    /// The buffer has the wrong size.
     #[error("buffer of {len} bytes: every buffer but the last must hold exactly {size} bytes")]
-    WrongSize { len: usize, size: u32 },
+    WrongSize {
+        /// Its length.
+        len: usize,
+        /// The negotiated buffer size.
+        size: u32,
+    },
+    /// As many buffers as may be outstanding are queued.
     #[error("enough buffers are queued already")]
     Full,
+    /// Buffer numbers are 32 bits.
     #[error("the transfer needs more than 2^32 - 1 buffers")]
     TooManyBuffers,
 }
