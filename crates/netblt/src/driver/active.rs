@@ -100,8 +100,12 @@ pub(crate) fn run_active<A: Application>(
         for _ in 0..MAX_RX_ROUNDS {
             match rx.recv(s) {
                 Ok(n) => {
+                    // Arrival time as the datagrams left the kernel, not the
+                    // loop's start: the rate controller's round-trip
+                    // samples are tens of microseconds on loopback.
+                    let arrived = clock.now();
                     for (_, d) in rx.datagrams() {
-                        conn.handle_datagram(now, d);
+                        conn.handle_datagram(arrived, d);
                     }
                     drained = n < RxBuffers::CAPACITY;
                     if drained {
@@ -126,6 +130,9 @@ pub(crate) fn run_active<A: Application>(
             sized = true;
             size_recv_buffer(s, std::iter::once(&conn));
         }
+        // Fresh for the transmissions: their send times feed round-trip
+        // samples too.
+        let now = clock.now();
         transfer.drive(now, &mut conn);
         if stop.load(Ordering::Relaxed) && !conn.is_closed() {
             conn.abort(now, "interrupted by the user");

@@ -121,11 +121,15 @@ pub(crate) fn run_passive<S: Service>(
     let mut keep_going = true;
     let mut stopping = false;
     loop {
-        let now = clock.now();
         let mut drained = false;
         for _ in 0..MAX_RX_ROUNDS {
-            match rx.recv(s) {
-                Ok(n) => drained = n < RxBuffers::CAPACITY,
+            let now = match rx.recv(s) {
+                Ok(n) => {
+                    drained = n < RxBuffers::CAPACITY;
+                    // Arrival time as the datagrams left the kernel (FEEDBACK
+                    // reports how long they were held).
+                    clock.now()
+                }
                 // Errors on an unconnected socket are about one peer (an
                 // ICMP message): nothing to do but carry on.
                 Err(e) => {
@@ -133,7 +137,7 @@ pub(crate) fn run_passive<S: Service>(
                     drained = true;
                     break;
                 }
-            }
+            };
             for (from, d) in rx.datagrams() {
                 let Some(DatagramEvent::NewConnection(inc)) = ep.handle(now, from, d) else {
                     continue;
@@ -169,6 +173,7 @@ pub(crate) fn run_passive<S: Service>(
                 break;
             }
         }
+        let now = clock.now();
         if gate.open(drained, std::time::Instant::now()) {
             ep.handle_timeout(now);
         }
