@@ -5,7 +5,7 @@
 //! base round trip; pacing at the rate with about one rate x round trip in
 //! flight fills the pipe without building a queue. The rate is the largest
 //! delivery rate seen over the last ten rounds; the base round trip is the
-//! smallest seen lately (re-measured by a PROBE-RTT at half rate when five seconds pass without a new minimum). Phases: STARTUP doubles the rate each round
+//! smallest seen lately (re-measured by a PROBE-RTT at half rate for a round trip when five seconds (at least twenty round trips) pass without a new minimum). Phases: STARTUP doubles the rate each round
 //! until the delivery rate stops growing, DRAIN empties the queue that built,
 //! then CRUISE holds the rate and PROBE-UP / PROBE-DOWN test for more every
 //! few rounds (BBR's gain cycle, with probes spaced by a per-connection
@@ -38,7 +38,10 @@ use crate::time::{Duration, Instant};
 
 /// Rounds the bottleneck-rate filter remembers (BBR: 10).
 const BW_WINDOW_ROUNDS: u64 = 10;
-/// How long PROBE_RTT lasts at least (BBR: 200 ms), and how often it comes
+/// PROBE_RTT lasts this, and at least a base round trip and 20 ms (BBR:
+/// 200 ms; long enough for every flow's queue to drain), and comes at most every
+/// PROBE_RTT_INTERVAL and every twenty base round trips (BBRv2: 5 s; at
+/// 1.8 s round trips a 5 s period would cost a third of the time).
 /// at most (BBRv2: every 5 s).
 const PROBE_RTT_TIME: Duration = Duration::from_millis(200);
 const PROBE_RTT_INTERVAL: Duration = Duration::from_secs(5);
@@ -517,10 +520,12 @@ impl RateController for Model {
             // route change), or, for a flow that started into a standing
             // queue, never was the base: drain and look again. Flows that
             // do this at about the same time see the empty queue together.
-            let stale = s.now.saturating_duration_since(self.min_rtt_at) > PROBE_RTT_INTERVAL;
+            let base = self.min_rtt.unwrap_or_default();
+            let stale = s.now.saturating_duration_since(self.min_rtt_at)
+                > PROBE_RTT_INTERVAL.max(base * 20);
             if stale && !matches!(self.phase, Phase::Startup | Phase::ProbeRtt) {
                 self.phase = Phase::ProbeRtt;
-                self.probe_rtt_until = s.now + PROBE_RTT_TIME.max(self.min_rtt.unwrap_or_default());
+                self.probe_rtt_until = s.now + PROBE_RTT_TIME.max(base + Duration::from_millis(20));
                 self.probe_rtt_min = None;
             }
             self.r_min_rtt = Some(self.r_min_rtt.map_or(rtt, |m| m.min(rtt)));
