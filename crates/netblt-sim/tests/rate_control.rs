@@ -123,6 +123,18 @@ fn alone_it_fills_the_path_without_a_standing_queue() {
 /// 3 % random loss and no congestion: the rate is kept (CUBIC gets a
 /// fraction of the link here).
 #[test]
+fn five_percent_loss_on_a_short_path_keeps_its_rate() {
+    let r = run(
+        10.0,
+        bottleneck(25_000, 0.05),
+        vec![netblt("fair", PolicySpec::Fair, 10.0, 0.0)],
+    );
+    let g = goodput(&r, 0, 2.0, 10.0);
+    println!("steady goodput {:.2} Mb/s", g / 1e6);
+    assert!(g > 0.8 * C as f64 * 0.95 * PAYLOAD, "goodput {g}");
+}
+
+#[test]
 fn a_noisy_link_keeps_its_rate() {
     let r = run(
         15.0,

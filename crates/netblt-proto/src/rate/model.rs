@@ -277,7 +277,15 @@ impl Model {
         // Noise or congestion?
         let mut congested = false;
         if let Some(loss) = loss {
-            let excess = loss > (self.noise * 2.0).max(self.noise + 0.01);
+            // More loss than noise explains: above the noise floor by a
+            // margin and by three standard deviations of a binomial count,
+            // since a round of 80 packets at 5 % noise loses 4 +- 2 (a
+            // fixed margin alone called every other round congestion).
+            let n = total as f64;
+            let p = self.noise.max(0.002);
+            let expected = n * p + 3.0 * (n * p * (1.0 - p)).sqrt() + 1.0;
+            let excess =
+                loss > (self.noise * 2.0).max(self.noise + 0.01) && (self.r_lost as f64) > expected;
             // In a queue someone else keeps full (a loss-based TCP), its
             // losses are not a sign that we send too fast: BBR ignores them
             // there too, and cutting on them starved us against CUBIC.
