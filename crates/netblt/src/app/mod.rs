@@ -32,9 +32,11 @@
 pub(crate) mod meta;
 pub(crate) mod names;
 pub(crate) mod params;
+pub(crate) mod partial;
 pub(crate) mod sink;
 pub(crate) mod source;
 pub(crate) mod transfer;
+pub(crate) mod tree;
 
 pub(crate) use crate::error::{io_reason, AppError, Kind};
 
