@@ -137,6 +137,14 @@ pub struct TransferReport {
     pub srtt_ms: Option<f64>,
     /// Data sender with rate control on: the rate controller at the end.
     pub rate: Option<RateReport>,
+    /// A resumed transfer: bytes of the file that were already at the
+    /// receiver and were not sent (`bytes` counts the whole file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<u64>,
+    /// Something the user should know: a partial copy discarded because the
+    /// file changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Why the transfer failed (`None`: it succeeded). Serialized as its
     /// message.
     #[serde(serialize_with = "error_message")]
@@ -248,6 +256,8 @@ impl TransferReport {
                 noise_loss: r.noise_loss,
                 congestion_events: r.congestion_events,
             }),
+            resumed_from: t.resumed_from.filter(|&f| f > 0),
+            note: t.note.clone(),
             error,
             io: None,
         }

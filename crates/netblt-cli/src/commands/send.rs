@@ -1,5 +1,5 @@
-//! `netblt send FILE|DIR... HOST[:PORT]`: WRITE mode, one connection per
-//! file, in turn.
+//! `netblt send FILE|DIR|-... HOST[:PORT]`: WRITE mode, one connection per
+//! file, in turn; `-` sends standard input as a stream.
 
 use std::path::PathBuf;
 
@@ -8,15 +8,27 @@ use clap::Args;
 use crate::exit::{self, CliError};
 use crate::flags::{resolve_host, CommonFlags, ParamFlags};
 use crate::output::line;
-use crate::progress::{default_sigpipe, Bar};
+use crate::progress::default_sigpipe;
 
 #[derive(Debug, Args)]
 pub struct SendArgs {
     /// Files or directories to send, then the receiver as HOST[:PORT]
     /// (default port 9998). Directories are walked; their files keep their
-    /// path below the directory's name.
-    #[arg(required = true, num_args = 2.., value_name = "FILE|DIR... HOST[:PORT]")]
+    /// path below the directory's name. `-` alone sends standard input (a
+    /// stream of unknown length, e.g. `tar c dir | netblt send - HOST
+    /// --name dir.tar`), named by --name.
+    #[arg(required = true, num_args = 2.., value_name = "FILE|DIR|-... HOST[:PORT]")]
     pub args: Vec<String>,
+    /// The name the receiver stores standard input under (with `-`).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Continue an interrupted transfer: the receiver keeps a partial file
+    /// and a journal of verified 1 MiB units; if the file's name, size and
+    /// modification time match, and the prefix's hash matches this file,
+    /// only the rest is sent (the whole file is still verified). Otherwise
+    /// the file is sent whole.
+    #[arg(long)]
+    pub resume: bool,
     #[command(flatten)]
     pub params: ParamFlags,
     #[command(flatten)]
@@ -30,37 +42,67 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     };
     let remote = resolve_host(host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
+    let mut opts = a.common.send_options(params);
+    opts.resume = a.resume;
+    let bar = a.common.live();
+    bar.attach(&mut opts);
+    let stdin = paths.iter().any(|p| p == "-");
+    if stdin {
+        if paths.len() != 1 {
+            return Err(CliError::usage("'-' (standard input) must be the only source").into());
+        }
+        let Some(name) = a.name.as_deref() else {
+            return Err(CliError::usage("sending standard input needs --name NAME").into());
+        };
+        let result = netblt::send_stream(std::io::stdin(), name, remote, &opts);
+        bar.finish();
+        return finish_one(result, &a.common);
+    }
+    if a.name.is_some() {
+        return Err(CliError::usage("--name is for standard input ('-')").into());
+    }
     let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
     let files = netblt::files_to_send(&paths).map_err(CliError::from)?;
-    let mut opts = a.common.send_options(params);
-    let bar = Bar::new(a.common.json);
-    bar.attach(&mut opts);
     let mut code = exit::OK;
     for (path, name) in files {
         let result = netblt::send_file_as(&path, &name, remote, &opts);
         bar.finish();
-        let report = match result {
-            Ok(r) => r,
-            Err(netblt::Error::Transfer(r)) => *r,
-            Err(e) => return Err(CliError::from(e).into()),
-        };
-        if a.common.json {
-            println!("{}", serde_json::to_string(&report)?);
-        } else if report.error.is_none() {
-            println!("{}", line(&report));
-        }
-        if let Some(e) = &report.error {
-            let line = format!("{}: {e}", report.name);
-            let rc = exit::of(e);
-            if rc == exit::NETWORK {
-                // Nothing more will get through.
-                return Err(CliError::new(rc, line).into());
-            }
-            eprintln!("netblt: {line}");
-            if code == exit::OK {
-                code = rc;
-            }
+        let rc = finish_one(result, &a.common)?;
+        if code == exit::OK {
+            code = rc;
         }
     }
     Ok(code)
+}
+
+/// Prints one transfer's outcome; returns its exit code. An error before
+/// the transfer started, or a network error (nothing more will get
+/// through), is returned as an error.
+fn finish_one(
+    result: Result<netblt::TransferReport, netblt::Error>,
+    common: &CommonFlags,
+) -> anyhow::Result<i32> {
+    let report = match result {
+        Ok(r) => r,
+        Err(netblt::Error::Transfer(r)) => *r,
+        Err(e) => return Err(CliError::from(e).into()),
+    };
+    if let Some(n) = &report.note {
+        eprintln!("netblt: {}: {n}", report.name);
+    }
+    if !common.print_json(&serde_json::to_value(&report)?) && report.error.is_none() {
+        println!("{}", line(&report));
+    }
+    match &report.error {
+        None => Ok(exit::OK),
+        Some(e) => {
+            let line = format!("{}: {e}", report.name);
+            let rc = exit::of(e);
+            if rc == exit::NETWORK {
+                return Err(CliError::new(rc, line).into());
+            }
+            eprintln!("netblt: {line}");
+            Ok(rc)
+        }
+    }
 }
