@@ -106,6 +106,10 @@ impl PartFile {
                     "file exists (use --force on the receiver)",
                 ))
             }
+            // Found out now, not when renaming after the whole transfer.
+            Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
+                return Err(AppError::io(&shown, &e));
+            }
             _ => {}
         }
         let part_path = side_path(final_path, ".netblt-part");
