@@ -121,10 +121,22 @@ fn stopped_and_continued(stop_receiver: bool) {
     let f = src.path().join("s");
     let content = data(6_000_000, 3);
     write(&f, &content);
-    let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--once", "--death-timer", "4"]);
+    let r = Recv::start(&[
+        "--dir",
+        dst.path().to_str().unwrap(),
+        "--once",
+        "--death-timer",
+        "4",
+    ]);
     let mut s = spawn(
         &[
-            "send", f.to_str().unwrap(), &r.addr, "--rate", "40M", "--death-timer", "4",
+            "send",
+            f.to_str().unwrap(),
+            &r.addr,
+            "--rate",
+            "40M",
+            "--death-timer",
+            "4",
         ],
         Stdio::null(),
         Stdio::piped(),
@@ -155,12 +167,25 @@ fn receiver_stopped_and_continued_completes() {
 
 /// Sends `f` slowly (small buffers, 8 Mb/s: the reader is at most a few
 /// buffers ahead) and lets `change` act on the file meanwhile.
-fn send_while(f: &std::path::Path, dst: &std::path::Path, change: impl FnOnce()) -> (Option<i32>, String, String) {
+fn send_while(
+    f: &std::path::Path,
+    dst: &std::path::Path,
+    change: impl FnOnce(),
+) -> (Option<i32>, String, String) {
     let r = Recv::start(&["--dir", dst.to_str().unwrap(), "--once"]);
     let mut s = spawn(
         &[
-            "send", f.to_str().unwrap(), &r.addr, "--policy", "fixed", "--rate", "8M",
-            "--buffer-size", "64k", "--buffers", "2",
+            "send",
+            f.to_str().unwrap(),
+            &r.addr,
+            "--policy",
+            "fixed",
+            "--rate",
+            "8M",
+            "--buffer-size",
+            "64k",
+            "--buffers",
+            "2",
         ],
         Stdio::null(),
         Stdio::piped(),
@@ -171,7 +196,11 @@ fn send_while(f: &std::path::Path, dst: &std::path::Path, change: impl FnOnce())
     let code = wait(&mut s, T);
     let out = s.wait_with_output().unwrap();
     let (_, rout, _) = r.finish(T);
-    (code, String::from_utf8_lossy(&out.stderr).into_owned(), rout)
+    (
+        code,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        rout,
+    )
 }
 
 #[test]
@@ -227,7 +256,10 @@ fn a_name_too_long_for_the_receiver_is_one_clear_line() {
     .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("name too long for the receiver's file system"), "{err}");
+    assert!(
+        err.contains("name too long for the receiver's file system"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(temp_files(dst.path()).is_empty());
 }

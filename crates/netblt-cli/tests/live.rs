@@ -12,7 +12,15 @@ fn json_stream_gives_intervals_then_the_report() {
     // (the adaptive controller's state is in each).
     let (code, out, err) = run(
         &[
-            "bench", &r.addr, "--size", "8M", "--rate", "64M", "--json-stream", "-i", "0.2",
+            "bench",
+            &r.addr,
+            "--size",
+            "8M",
+            "--rate",
+            "64M",
+            "--json-stream",
+            "-i",
+            "0.2",
         ],
         T,
     );
@@ -31,7 +39,13 @@ fn json_stream_gives_intervals_then_the_report() {
         assert_eq!(i["event"], "interval");
         let d = &i["data"];
         for k in [
-            "elapsed_s", "bytes", "interval_bps", "total_bps", "retransmitted", "lost", "srtt_ms",
+            "elapsed_s",
+            "bytes",
+            "interval_bps",
+            "total_bps",
+            "retransmitted",
+            "lost",
+            "srtt_ms",
         ] {
             assert!(d.get(k).is_some(), "{k} missing: {d}");
         }
@@ -52,7 +66,18 @@ fn json_stream_on_send_and_get() {
     write(&f, &data(3_000_000, 3));
     let r = Recv::start(&["--dir", dir.path().to_str().unwrap(), "--serve"]);
     let (code, out, err) = run(
-        &["send", f.to_str().unwrap(), &r.addr, "--json-stream", "-i", "0.1", "--rate", "48M", "--policy", "fixed"],
+        &[
+            "send",
+            f.to_str().unwrap(),
+            &r.addr,
+            "--json-stream",
+            "-i",
+            "0.1",
+            "--rate",
+            "48M",
+            "--policy",
+            "fixed",
+        ],
         T,
     );
     assert_eq!(code, Some(0), "{out}\n{err}");
@@ -61,7 +86,18 @@ fn json_stream_on_send_and_get() {
     assert!(out.lines().count() >= 2, "{out}");
     let o = src.path().join("back");
     let (code, out, err) = run(
-        &["get", &r.addr, "f", "-o", o.to_str().unwrap(), "--json-stream", "-i", "0.1", "--rate", "48M"],
+        &[
+            "get",
+            &r.addr,
+            "f",
+            "-o",
+            o.to_str().unwrap(),
+            "--json-stream",
+            "-i",
+            "0.1",
+            "--rate",
+            "48M",
+        ],
         T,
     );
     assert_eq!(code, Some(0), "{out}\n{err}");
@@ -74,7 +110,9 @@ fn json_stream_on_send_and_get() {
 fn no_bar_when_stderr_is_not_a_terminal() {
     let r = Recv::start(&["--sink"]);
     let (code, out, err) = run(
-        &["bench", &r.addr, "--size", "2M", "--policy", "fixed", "--rate", "40M"],
+        &[
+            "bench", &r.addr, "--size", "2M", "--policy", "fixed", "--rate", "40M",
+        ],
         T,
     );
     assert_eq!(code, Some(0), "{out}\n{err}");
@@ -97,12 +135,7 @@ fn bar_on_a_terminal() {
     let f = src.path().join("f");
     write(&f, &data(4_000_000, 5));
     let r = Recv::start(&["--sink"]);
-    let cmd = format!(
-        "{} send {} {} --rate 40M",
-        bin(),
-        f.display(),
-        r.addr
-    );
+    let cmd = format!("{} send {} {} --rate 40M", bin(), f.display(), r.addr);
     let out = std::process::Command::new("script")
         .args(["-q", "-e", "-c", &cmd, "/dev/null"])
         .env("COLUMNS", "160")

@@ -82,7 +82,10 @@ fn killed_sender_resumes_with_the_rest_only() {
     let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--death-timer", "1"]);
     // Interrupted at 60 % (20 of 32 units journaled).
     send_and_kill(&f, &r.addr, dst.path(), "big", 20);
-    assert!(dst.path().join(".big.netblt-part").exists(), "a resumable partial file is left");
+    assert!(
+        dst.path().join(".big.netblt-part").exists(),
+        "a resumable partial file is left"
+    );
     wait_unlocked(dst.path(), "big");
     let v = send_json(&["send", f.to_str().unwrap(), &r.addr, "--resume", "--json"]);
     let frac = sent_fraction(&v);
@@ -95,7 +98,11 @@ fn killed_sender_resumes_with_the_rest_only() {
     assert!(frac <= 0.42, "sent {frac} of the file");
     assert_eq!(v["verified"], true);
     assert!(std::fs::read(dst.path().join("big")).unwrap() == content);
-    assert!(temp_files(dst.path()).is_empty(), "{:?}", temp_files(dst.path()));
+    assert!(
+        temp_files(dst.path()).is_empty(),
+        "{:?}",
+        temp_files(dst.path())
+    );
     // The sender's modification time and permission bits came along.
     let m = std::fs::metadata(dst.path().join("big")).unwrap();
     assert_eq!(m.modified().unwrap(), mtime);
@@ -114,7 +121,10 @@ fn a_changed_file_is_sent_whole() {
     // receiver's journal no longer matches and says so.
     let new = data(8 * MIB, 13);
     write(&f, &new);
-    let (code, out, err) = run(&["send", f.to_str().unwrap(), &r.addr, "--resume", "--json"], T);
+    let (code, out, err) = run(
+        &["send", f.to_str().unwrap(), &r.addr, "--resume", "--json"],
+        T,
+    );
     assert_eq!(code, Some(0), "{out}\n{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert!(v.get("resumed_from").is_none(), "{v}");
@@ -162,8 +172,15 @@ fn killed_receiver_resumes_with_a_new_receiver() {
     let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
     let mut s = spawn(
         &[
-            "send", f.to_str().unwrap(), &r.addr, "--policy", "fixed", "--rate", "160M",
-            "--death-timer", "2",
+            "send",
+            f.to_str().unwrap(),
+            &r.addr,
+            "--policy",
+            "fixed",
+            "--rate",
+            "160M",
+            "--death-timer",
+            "2",
         ],
         Stdio::null(),
         Stdio::null(),
@@ -186,10 +203,24 @@ fn get_resumes_too() {
     let here = tempfile::tempdir().unwrap();
     let content = data(16 * MIB, 16);
     write(&srv.path().join("g"), &content);
-    let r = Recv::start(&["--dir", srv.path().to_str().unwrap(), "--serve", "--death-timer", "1"]);
+    let r = Recv::start(&[
+        "--dir",
+        srv.path().to_str().unwrap(),
+        "--serve",
+        "--death-timer",
+        "1",
+    ]);
     let out = here.path().join("g");
     let mut g = spawn(
-        &["get", &r.addr, "g", "-o", out.to_str().unwrap(), "--rate", "160M"],
+        &[
+            "get",
+            &r.addr,
+            "g",
+            "-o",
+            out.to_str().unwrap(),
+            "--rate",
+            "160M",
+        ],
         Stdio::null(),
         Stdio::null(),
         Stdio::null(),
@@ -198,8 +229,19 @@ fn get_resumes_too() {
     signal(&g, SIGKILL);
     let _ = g.wait();
     assert!(!out.exists());
-    let v = send_json(&["get", &r.addr, "g", "-o", out.to_str().unwrap(), "--resume", "--json"]);
-    assert!(v["resumed_from"].as_u64().unwrap() >= 10 * MIB as u64, "{v}");
+    let v = send_json(&[
+        "get",
+        &r.addr,
+        "g",
+        "-o",
+        out.to_str().unwrap(),
+        "--resume",
+        "--json",
+    ]);
+    assert!(
+        v["resumed_from"].as_u64().unwrap() >= 10 * MIB as u64,
+        "{v}"
+    );
     assert!(std::fs::read(&out).unwrap() == content);
     assert!(temp_files(here.path()).is_empty());
 }

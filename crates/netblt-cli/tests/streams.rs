@@ -44,10 +44,18 @@ fn tar_piped_into_send_dash_arrives_whole() {
     let out = sender.wait_with_output().unwrap();
     let _ = t.wait();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     let want = tar_bytes(src.path());
-    assert_eq!(v["bytes"], want.len() as u64, "the stream's length is reported");
+    assert_eq!(
+        v["bytes"],
+        want.len() as u64,
+        "the stream's length is reported"
+    );
     assert_eq!(v["verified"], true);
     let (code, _, err) = r.finish(T);
     assert_eq!(code, Some(0), "{err}");
@@ -69,7 +77,15 @@ fn recv_stdout_writes_the_stream_in_order() {
     // Several buffers, with a buffer size that is not a multiple of the
     // packet size.
     let mut sender = spawn(
-        &["send", "-", &r.addr, "--name", "d.tar", "--buffer-size", "100000"],
+        &[
+            "send",
+            "-",
+            &r.addr,
+            "--name",
+            "d.tar",
+            "--buffer-size",
+            "100000",
+        ],
         Stdio::piped(),
         Stdio::piped(),
         Stdio::piped(),
@@ -80,7 +96,11 @@ fn recv_stdout_writes_the_stream_in_order() {
         i.write_all(&want).unwrap();
     }
     let out = sender.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (code, _, err) = r.finish(T);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("verified"), "the report goes to stderr: {err}");
@@ -100,7 +120,11 @@ fn empty_stdin_is_an_empty_file() {
     )
     .wait_with_output()
     .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (code, _, _) = r.finish(T);
     assert_eq!(code, Some(0));
     assert_eq!(std::fs::read(dst.path().join("empty")).unwrap().len(), 0);
@@ -126,7 +150,11 @@ fn get_to_stdout() {
         .args(["get", &r.addr, "f.bin", "-o", "-"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.stdout == want);
     assert!(String::from_utf8_lossy(&out.stderr).contains("verified"));
 }

@@ -10,13 +10,13 @@ use std::sync::Arc;
 
 use netblt_proto::{Connection, Mode};
 
+use crate::app::meta::Response;
 use crate::app::meta::{Have, Request};
 use crate::app::names::{sanitize, walk};
 use crate::app::params::config;
 use crate::app::partial::PartFile;
 use crate::app::sink::Target;
 use crate::app::source::{Input, Pattern};
-use crate::app::meta::Response;
 use crate::app::transfer::{MakeTarget, Plan, Transfer};
 use crate::app::tree::{prefix_hash, UNIT};
 use crate::app::{hex, io_reason, AppError, Kind, DIGEST_LEN};
@@ -121,9 +121,7 @@ fn put(
     );
     // A resumed transfer's length is not known before the RESPONSE: "not
     // given" (RFC 998 §3: the transfer size is informational).
-    let transfer_size = size
-        .filter(|_| !resume)
-        .map(|s| s + DIGEST_LEN as u64);
+    let transfer_size = size.filter(|_| !resume).map(|s| s + DIGEST_LEN as u64);
     run(
         addr,
         Mode::Write,
@@ -389,7 +387,10 @@ fn run(
                     st.data_packets_lost
                 },
                 srtt: st.srtt,
-                bottleneck_bps: rate.as_ref().and_then(|r| r.bottleneck_bps).map(|b| b as u64),
+                bottleneck_bps: rate
+                    .as_ref()
+                    .and_then(|r| r.bottleneck_bps)
+                    .map(|b| b as u64),
                 min_rtt: rate.as_ref().and_then(|r| r.min_rtt),
                 resumed_from: t.resumed_from,
             });

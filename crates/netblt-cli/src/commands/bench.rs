@@ -57,8 +57,8 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     default_sigpipe();
     let remote = resolve_host(&a.host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
-    let report = bench(remote, a.size, params, &a.common, a.common.machine())
-        .map_err(CliError::from)?;
+    let report =
+        bench(remote, a.size, params, &a.common, a.common.machine()).map_err(CliError::from)?;
     if a.common.machine() {
         let mut v = serde_json::to_value(&report)?;
         if let (Some(o), Some(io)) = (v.as_object_mut(), report.io) {

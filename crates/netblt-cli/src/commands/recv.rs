@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use clap::Args;
 use std::io::Write;
 
-use netblt::{DataHandler, IncomingTransfer, JunkCounts, Receiver, ReceiverOptions, TransferReport};
+use netblt::{
+    DataHandler, IncomingTransfer, JunkCounts, Receiver, ReceiverOptions, TransferReport,
+};
 
 use crate::exit::{self, CliError};
 use crate::output::line;

@@ -167,9 +167,7 @@ impl Request {
                 have: w.have,
             }),
             Some("sink") => Ok(Request::Sink {
-                size: w
-                    .size
-                    .ok_or_else(|| "request without a size".to_string())?,
+                size: w.size.ok_or_else(|| "request without a size".to_string())?,
             }),
             Some(other) => Err(format!("unknown operation '{other}'")),
             None => Err("request without an operation".into()),

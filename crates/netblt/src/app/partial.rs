@@ -37,7 +37,9 @@ impl Journal {
     /// Units worth resuming from: all whole units, but never the whole file
     /// (at least the last byte travels, so the transfer has a last buffer).
     pub(crate) fn usable(&self) -> usize {
-        self.cvs.len().min((self.size.saturating_sub(1) / UNIT) as usize)
+        self.cvs
+            .len()
+            .min((self.size.saturating_sub(1) / UNIT) as usize)
     }
 }
 
@@ -306,7 +308,8 @@ impl PartFile {
 
     fn abandon_files(&mut self, keep: bool) {
         self.settled = true;
-        let useful = keep && self.journal.is_some() && self.journal().is_some_and(|j| j.usable() > 0);
+        let useful =
+            keep && self.journal.is_some() && self.journal().is_some_and(|j| j.usable() > 0);
         if !useful {
             self.discard_files();
         }
@@ -377,7 +380,9 @@ mod tests {
     fn journal_round_trip_and_resume_checks_the_data() {
         let dir = tempfile::tempdir().unwrap();
         let fin = dir.path().join("f");
-        let data: Vec<u8> = (0..(3 * UNIT + 10) as u32).map(|i| (i % 251) as u8).collect();
+        let data: Vec<u8> = (0..(3 * UNIT + 10) as u32)
+            .map(|i| (i % 251) as u8)
+            .collect();
         let mut p = PartFile::open(&fin, false).unwrap();
         // A second transfer of the same name is refused while this one runs.
         assert!(PartFile::open(&fin, false).is_err());

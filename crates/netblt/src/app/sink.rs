@@ -157,10 +157,7 @@ impl Writer {
         }
         let offset = self.data;
         self.data += bytes.len() as u64;
-        if self
-            .size
-            .is_some_and(|s| self.from + self.data > s)
-        {
+        if self.size.is_some_and(|s| self.from + self.data > s) {
             return Err(mismatch(&self.shown, "peer sent more data than announced"));
         }
         self.tree.update(bytes);

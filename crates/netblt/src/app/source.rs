@@ -306,8 +306,7 @@ fn read_loop(
                 // carries the digest, and it is never reused): rewriting it
                 // would copy the same bytes over themselves. The digest is
                 // computed over what the buffer holds, whatever it is.
-                let same_phase =
-                    whole && n == room.len() && room.len() % Pattern::PERIOD == 0;
+                let same_phase = whole && n == room.len() && room.len() % Pattern::PERIOD == 0;
                 if !same_phase {
                     p.fill_at(&mut room[..n], emitted);
                 }
@@ -331,7 +330,8 @@ fn read_loop(
             let mut cvs = Vec::new();
             let mut unit = vec![0u8; UNIT as usize];
             for i in 0..from / UNIT {
-                file.read_exact(&mut unit).map_err(|e| read_err(label, &e))?;
+                file.read_exact(&mut unit)
+                    .map_err(|e| read_err(label, &e))?;
                 cvs.push(unit_cv(i, &unit));
             }
             let start = if prefix_hash(&cvs) == prefix && from % UNIT == 0 {

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use netblt_proto::{Connection, ConnectionError, Event, Instant, TransferParams};
 
-use super::sink::{Output, Sink, Target};
-use super::source::{Input, Source};
 use super::meta::Response;
 use super::partial::parse_digest;
+use super::sink::{Output, Sink, Target};
+use super::source::{Input, Source};
 use super::{AppError, Kind, DIGEST_LEN};
 use crate::driver::{Application, Waker};
 

@@ -196,7 +196,11 @@ mod tests {
             }
             let mut r = TreeHasher::resume(cvs);
             r.update(&input[(whole * UNIT) as usize..]);
-            assert_eq!(r.finalize(), *blake3::hash(input).as_bytes(), "resumed, n = {n}");
+            assert_eq!(
+                r.finalize(),
+                *blake3::hash(input).as_bytes(),
+                "resumed, n = {n}"
+            );
         }
     }
 }
