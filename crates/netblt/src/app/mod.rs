@@ -13,10 +13,14 @@
 //!
 //! # Where data goes
 //!
-//! Received files are written to `.<name>.netblt-<random>.part` next to their
-//! final place, `fsync`ed, and renamed only once verified (without `--force`,
-//! with `RENAME_NOREPLACE`, so an existing file is never overwritten). On any
-//! failure the temporary file is removed.
+//! Received files are written to `.<name>.netblt-part` next to their final
+//! place, `fsync`ed, and renamed only once verified (without `--force`, with
+//! `RENAME_NOREPLACE`, so an existing file is never overwritten). A journal
+//! of the 1 MiB units written lets an interrupted transfer resume
+//! ([`partial`], [`tree`]); what a failure leaves is described there.
+//!
+//! A stream of unknown length (`netblt send -`) travels the same way: the
+//! last buffer ends it and the digest still follows the data.
 //!
 //! # Threads
 //!
