@@ -29,6 +29,11 @@ pub struct SendArgs {
     /// the file is sent whole.
     #[arg(long)]
     pub resume: bool,
+    /// Files in flight at once, one connection each: many small files then
+    /// do not wait for one another's round trips. A failed file is
+    /// reported and the others go on. (No progress bar above 1.)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub parallel: u16,
     #[command(flatten)]
     pub params: ParamFlags,
     #[command(flatten)]
@@ -56,18 +61,22 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
         };
         let result = netblt::send_stream(std::io::stdin(), name, remote, &opts);
         bar.finish();
-        return finish_one(result, &a.common);
+        return finish_one(result, &a.common, name);
     }
     if a.name.is_some() {
         return Err(CliError::usage("--name is for standard input ('-')").into());
     }
     let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
     let files = netblt::files_to_send(&paths).map_err(CliError::from)?;
+    if a.parallel > 1 && files.len() > 1 {
+        opts.progress = None;
+        return parallel(files, remote, &opts, &a.common, usize::from(a.parallel));
+    }
     let mut code = exit::OK;
     for (path, name) in files {
         let result = netblt::send_file_as(&path, &name, remote, &opts);
         bar.finish();
-        let rc = finish_one(result, &a.common)?;
+        let rc = finish_one(result, &a.common, &name)?;
         if code == exit::OK {
             code = rc;
         }
@@ -81,10 +90,16 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
 fn finish_one(
     result: Result<netblt::TransferReport, netblt::Error>,
     common: &CommonFlags,
+    name: &str,
 ) -> anyhow::Result<i32> {
     let report = match result {
         Ok(r) => r,
         Err(netblt::Error::Transfer(r)) => *r,
+        // A file that cannot be read: say so and go on with the others.
+        Err(e @ netblt::Error::Local(_)) => {
+            eprintln!("netblt: {name}: {e}");
+            return Ok(exit::of(&e));
+        }
         Err(e) => return Err(CliError::from(e).into()),
     };
     if let Some(n) = &report.note {
@@ -105,4 +120,54 @@ fn finish_one(
             Ok(rc)
         }
     }
+}
+
+/// `--parallel N`: N threads take files from one queue, each file its own
+/// connection. The exit code is the first failure's; a network error stops
+/// the queue.
+fn parallel(
+    files: Vec<(PathBuf, String)>,
+    remote: std::net::SocketAddr,
+    opts: &netblt::SendOptions,
+    common: &CommonFlags,
+    n: usize,
+) -> anyhow::Result<i32> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+    let queue = Mutex::new(files.into_iter());
+    let code = Mutex::new(exit::OK);
+    let fatal: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        for _ in 0..n {
+            sc.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let next = queue.lock().ok().and_then(|mut q| q.next());
+                    let Some((path, name)) = next else {
+                        break;
+                    };
+                    let result = netblt::send_file_as(&path, &name, remote, opts);
+                    match finish_one(result, common, &name) {
+                        Ok(rc) => {
+                            if let Ok(mut c) = code.lock() {
+                                if *c == exit::OK {
+                                    *c = rc;
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            stop.store(true, Ordering::Relaxed);
+                            if let Ok(mut f) = fatal.lock() {
+                                f.get_or_insert(e);
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = fatal.into_inner().ok().flatten() {
+        return Err(e);
+    }
+    Ok(code.into_inner().unwrap_or(exit::FAILED))
 }
