@@ -37,10 +37,17 @@ fn a_directory_of_small_files_in_parallel() {
     for i in 0..200u64 {
         let rel = format!("tree/d{}/f{i}", i % 7);
         let (a, b) = (src.path().join(&rel), dst.path().join(&rel));
-        assert!(std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(), "{rel}");
+        assert!(
+            std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
+            "{rel}"
+        );
         let m = std::fs::metadata(&b).unwrap();
         assert_eq!(m.modified().unwrap(), t, "{rel}: mtime kept");
-        assert_eq!(m.permissions().mode() & 0o777, 0o640 + (i % 2) as u32, "{rel}: mode kept");
+        assert_eq!(
+            m.permissions().mode() & 0o777,
+            0o640 + (i % 2) as u32,
+            "{rel}: mode kept"
+        );
     }
     assert!(!dst.path().join("tree/escape").exists());
     assert!(!dst.path().join("tree/escape_dir").exists());
@@ -65,7 +72,15 @@ fn one_failed_file_does_not_stop_the_others() {
         let _ = std::fs::remove_file(dst.path().join("a"));
         let _ = std::fs::remove_file(dst.path().join("c"));
         let (code, out, err) = run(
-            &["send", &files[0], &files[1], &files[2], &r.addr, "--parallel", par],
+            &[
+                "send",
+                &files[0],
+                &files[1],
+                &files[2],
+                &r.addr,
+                "--parallel",
+                par,
+            ],
             T,
         );
         assert_eq!(code, Some(1), "{out}\n{err}");
