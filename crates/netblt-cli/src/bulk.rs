@@ -32,6 +32,8 @@ impl BulkSender for NetbltBulk {
             json: false,
             policy: "fixed".into(),
             min_rate: None,
+            json_stream: false,
+            interval: 1.0,
         };
         let report = crate::commands::bench::bench(peer, bytes, params, &common, true)
             .map_err(|e| e.to_string())?;

@@ -75,6 +75,23 @@ pub struct CommonFlags {
     /// says (adaptive policies).
     #[arg(long, value_parser = parse_rate)]
     pub min_rate: Option<u64>,
+    /// Print newline-delimited JSON while the transfer runs: one
+    /// `{"event":"interval",...}` object every --interval seconds (bytes,
+    /// interval and total rate, retransmitted, lost, srtt, the rate
+    /// controller's rate, reason, bottleneck and min RTT), then
+    /// `{"event":"end","data":REPORT}` (like iperf3 --json-stream).
+    #[arg(long, conflicts_with = "json")]
+    pub json_stream: bool,
+    /// Seconds between --json-stream objects.
+    #[arg(short = 'i', long, default_value_t = 1.0, value_parser = parse_interval)]
+    pub interval: f64,
+}
+
+fn parse_interval(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v >= 0.1 && v.is_finite() => Ok(v),
+        _ => Err(format!("'{s}': give seconds, at least 0.1")),
+    }
 }
 
 impl ParamFlags {
@@ -112,6 +129,32 @@ impl ParamFlags {
 }
 
 impl CommonFlags {
+    /// Machine-readable output (`--json` or `--json-stream`): no bar.
+    pub fn machine(&self) -> bool {
+        self.json || self.json_stream
+    }
+
+    /// The progress bar and/or JSON stream these flags ask for.
+    pub fn live(&self) -> crate::progress::Bar {
+        let stream = self.json_stream.then_some(crate::progress::Stream {
+            interval: self.interval,
+        });
+        crate::progress::Bar::with_stream(self.json, stream)
+    }
+
+    /// Prints a finished transfer's report as JSON (`--json`: the report;
+    /// `--json-stream`: the final `end` object). False if neither.
+    pub fn print_json(&self, report: &serde_json::Value) -> bool {
+        if self.json_stream {
+            println!("{}", crate::progress::end_object(report));
+        } else if self.json {
+            println!("{report}");
+        } else {
+            return false;
+        }
+        true
+    }
+
     /// The library's options for the active end, with the offer `params`.
     /// Ctrl-C aborts the transfer.
     pub fn send_options(&self, params: TransferParams) -> netblt::SendOptions {

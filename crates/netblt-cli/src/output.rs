@@ -28,7 +28,10 @@ pub fn line(r: &TransferReport) -> String {
                 format!(", {} lost, {} resent", r.lost, r.retransmitted)
             } else {
                 String::new()
-            }
+            } + &r.resumed_from.map_or(String::new(), |f| format!(
+                ", resumed: {} were already there",
+                fmt_bytes(f)
+            ))
         ),
         Some(e) => format!("{} {arrow} {}: FAILED: {e}", r.name, r.peer),
     }

@@ -10,13 +10,16 @@ use std::sync::Arc;
 
 use netblt_proto::{Connection, Mode};
 
-use crate::app::meta::Request;
+use crate::app::meta::Response;
+use crate::app::meta::{Have, Request};
 use crate::app::names::{sanitize, walk};
 use crate::app::params::config;
-use crate::app::sink::{Target, TempFile};
+use crate::app::partial::PartFile;
+use crate::app::sink::Target;
 use crate::app::source::{Input, Pattern};
-use crate::app::transfer::{Plan, Transfer};
-use crate::app::{io_reason, AppError, Kind, DIGEST_LEN};
+use crate::app::transfer::{MakeTarget, Plan, Transfer};
+use crate::app::tree::{prefix_hash, UNIT};
+use crate::app::{hex, io_reason, AppError, Kind, DIGEST_LEN};
 use crate::diagnosis::{diagnose, LimitInputs};
 use crate::driver::active::{run_active, ActiveOptions};
 use crate::driver::Waker;
@@ -74,7 +77,62 @@ pub fn send_file_as(
     if !meta.is_file() {
         return Err(Error::Local(format!("{shown}: not a regular file")));
     }
-    send_reader(file, meta.len(), name, addr, opts)
+    // The size at open is what is sent: a file that grows meanwhile is sent
+    // as it was (its first `size` bytes); one that shrinks fails.
+    let size = meta.len();
+    let req = Request::Put {
+        name: name.to_string(),
+        size: Some(size),
+        mtime: mtime_ns(&meta),
+        mode: Some(std::os::unix::fs::PermissionsExt::mode(&meta.permissions())),
+        resume: opts.resume,
+    };
+    let input = Input::File { file, offer: None };
+    put(input, Some(size), opts.resume, name, req, addr, opts)
+}
+
+/// A file's modification time in nanoseconds since 1970 (the resume
+/// journal's identity of a file; set on the received copy).
+pub(crate) fn mtime_ns(meta: &std::fs::Metadata) -> Option<i64> {
+    use std::os::unix::fs::MetadataExt;
+    meta.mtime()
+        .checked_mul(1_000_000_000)?
+        .checked_add(meta.mtime_nsec())
+}
+
+/// Runs a WRITE transfer.
+fn put(
+    input: Input,
+    size: Option<u64>,
+    resume: bool,
+    name: &str,
+    req: Request,
+    addr: SocketAddr,
+    opts: &SendOptions,
+) -> Result<TransferReport, Error> {
+    let waker = new_waker()?;
+    let transfer = Transfer::new(
+        name,
+        Plan::Send {
+            reader: input,
+            size,
+            resume,
+        },
+        waker.clone(),
+    );
+    // A resumed transfer's length is not known before the RESPONSE: "not
+    // given" (RFC 998 §3: the transfer size is informational).
+    let transfer_size = size.filter(|_| !resume).map(|s| s + DIGEST_LEN as u64);
+    run(
+        addr,
+        Mode::Write,
+        transfer_size,
+        req.encode(),
+        transfer,
+        &waker,
+        opts,
+    )?
+    .into_result()
 }
 
 /// The files [`send_dir`] sends for `paths` (files or directories), with
@@ -109,29 +167,37 @@ pub fn send_reader(
     addr: SocketAddr,
     opts: &SendOptions,
 ) -> Result<TransferReport, Error> {
-    let waker = new_waker()?;
-    let transfer = Transfer::new(
-        name,
-        Plan::Send {
-            reader: Input::Read(Box::new(reader)),
-            size,
-        },
-        waker.clone(),
-    );
     let req = Request::Put {
         name: name.to_string(),
-        size,
+        size: Some(size),
+        mtime: None,
+        mode: None,
+        resume: false,
     };
-    let report = run(
-        addr,
-        Mode::Write,
-        Some(size + DIGEST_LEN as u64),
-        req.encode(),
-        transfer,
-        &waker,
-        opts,
-    )?;
-    report.into_result()
+    let input = Input::Read(Box::new(reader));
+    put(input, Some(size), false, name, req, addr, opts)
+}
+
+/// Sends everything `reader` yields, to its end, under `name`: a stream of
+/// unknown length (`netblt send - HOST --name NAME` reads standard input).
+/// The OPEN gives no size; the last buffer ends the stream, and the BLAKE3
+/// digest still follows the data and is checked by the receiver. The
+/// report's `bytes` is the length sent.
+pub fn send_stream(
+    reader: impl Read + Send + 'static,
+    name: &str,
+    addr: SocketAddr,
+    opts: &SendOptions,
+) -> Result<TransferReport, Error> {
+    let req = Request::Put {
+        name: name.to_string(),
+        size: None,
+        mtime: None,
+        mode: None,
+        resume: false,
+    };
+    let input = Input::Stream(Box::new(reader));
+    put(input, None, false, name, req, addr, opts)
 }
 
 /// Fetches the file `name` (relative to its directory) from a receiver that
@@ -175,21 +241,75 @@ pub fn get(
             parent.display()
         )));
     }
+    let mut part = PartFile::open(&out, opts.overwrite).map_err(Error::from)?;
+    // With --resume, offer what an earlier try left (its journal names the
+    // server's file by size and mtime; the server checks both, then the
+    // prefix's hash).
+    let journal = if opts.resume { part.journal() } else { None };
+    let offer = journal.filter(|j| j.usable() > 0).map(|j| {
+        let cvs = j.cvs[..j.usable()].to_vec();
+        let have = Have {
+            size: j.size,
+            mtime: j.mtime,
+            from: cvs.len() as u64 * UNIT,
+            prefix: hex(&prefix_hash(&cvs)),
+        };
+        (have, cvs)
+    });
+    let have = offer.as_ref().map(|(h, _)| h.clone());
+    let make: MakeTarget = Box::new(move |resp: &Response| {
+        part.ident = resp.size.zip(resp.mtime);
+        part.mode = resp.mode;
+        if let Some((h, cvs)) = offer {
+            if resp.from == Some(h.from) && part.ident == Some((h.size, h.mtime)) {
+                part.offer = Some((h.from, cvs));
+            }
+        }
+        Ok(Target::File(part))
+    });
+    read(addr, name, have, make, opts)
+}
+
+/// Fetches the file `name` from a serving receiver into `writer` (in
+/// order: `netblt get HOST NAME -o -` writes standard output). The bytes
+/// reach `writer` before the digest is checked; `Ok` says they were the
+/// server's file, verified.
+pub fn get_to_writer(
+    addr: SocketAddr,
+    name: &str,
+    writer: impl std::io::Write + Send + 'static,
+    opts: &SendOptions,
+) -> Result<TransferReport, Error> {
+    sanitize(name).map_err(|_| {
+        Error::InvalidOptions(format!(
+            "'{name}': not a valid name (relative path, no '..')"
+        ))
+    })?;
+    let make: MakeTarget = Box::new(move |_: &Response| Ok(Target::Writer(Box::new(writer))));
+    read(addr, name, None, make, opts)
+}
+
+/// Runs a READ transfer.
+fn read(
+    addr: SocketAddr,
+    name: &str,
+    have: Option<Have>,
+    make: MakeTarget,
+    opts: &SendOptions,
+) -> Result<TransferReport, Error> {
     let waker = new_waker()?;
-    let force = opts.overwrite;
     let transfer = Transfer::new(
         name,
         Plan::Receive {
             size: None,
             target: None,
-            make: Some(Box::new(move |_size| {
-                TempFile::create(&out, force).map(Target::File)
-            })),
+            make: Some(make),
         },
         waker.clone(),
     );
     let req = Request::Get {
         name: name.to_string(),
+        have,
     };
     run(addr, Mode::Read, None, req.encode(), transfer, &waker, opts)?.into_result()
 }
@@ -205,7 +325,8 @@ pub fn bench(addr: SocketAddr, size: u64, opts: &SendOptions) -> Result<Transfer
         "sink",
         Plan::Send {
             reader: Input::Pattern(Pattern::new(0x6e65_7462_6c74)),
-            size,
+            size: Some(size),
+            resume: false,
         },
         waker.clone(),
     );
@@ -248,15 +369,31 @@ fn run(
     };
     let never = AtomicBool::new(false);
     let stop = opts.stop.as_deref().unwrap_or(&never);
+    let started = std::time::Instant::now();
     let mut progress = |t: &Transfer, c: &Connection| {
         if let Some(f) = &opts.progress {
+            let st = c.stats();
+            let rate = c.rate_state();
             f(&Progress {
                 name: t.name.clone(),
                 bytes: t.progress(),
                 total: t.size,
-                retransmitted: c.stats().data_packets_retransmitted,
-                rate_bps: c.rate_state().map(|r| r.rate_bps as u64),
-                rate_reason: c.rate_state().map(|r| r.reason.name()),
+                retransmitted: st.data_packets_retransmitted,
+                rate_bps: rate.as_ref().map(|r| r.rate_bps as u64),
+                rate_reason: rate.as_ref().map(|r| r.reason.name()),
+                elapsed: started.elapsed(),
+                lost: if t.sender {
+                    st.data_packets_retransmitted
+                } else {
+                    st.data_packets_lost
+                },
+                srtt: st.srtt,
+                bottleneck_bps: rate
+                    .as_ref()
+                    .and_then(|r| r.bottleneck_bps)
+                    .map(|b| b as u64),
+                min_rtt: rate.as_ref().and_then(|r| r.min_rtt),
+                resumed_from: t.resumed_from,
             });
         }
     };

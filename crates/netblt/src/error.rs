@@ -117,6 +117,7 @@ pub(crate) fn io_reason(e: &std::io::Error) -> String {
         Some(libc::EEXIST) => "file exists (use --force on the receiver)".into(),
         Some(libc::EROFS) => "read-only file system".into(),
         Some(libc::EISDIR) => "is a directory".into(),
+        Some(libc::ENAMETOOLONG) => "name too long for the receiver's file system".into(),
         _ => e.to_string(),
     }
 }

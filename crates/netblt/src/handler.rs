@@ -9,8 +9,12 @@ pub struct IncomingTransfer {
     /// The name the sender gave (a relative path), or `sink` for a
     /// memory-to-memory test (`netblt bench`).
     pub name: String,
-    /// Bytes that will arrive (without the trailing digest).
+    /// Bytes that will arrive (without the trailing digest); 0 for a
+    /// stream of unknown length (see `stream`).
     pub size: u64,
+    /// The sender streams data of unknown length (`netblt send -`): the
+    /// transfer ends with its last buffer.
+    pub stream: bool,
     /// The sender's address.
     pub peer: SocketAddr,
 }

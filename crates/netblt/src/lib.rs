@@ -63,7 +63,10 @@ mod receiver;
 mod report;
 
 pub use app::params::{DEFAULT_RATE, MAX_UDP_PACKET_SIZE};
-pub use client::{bench, files_to_send, get, send_dir, send_file, send_file_as, send_reader};
+pub use client::{
+    bench, files_to_send, get, get_to_writer, send_dir, send_file, send_file_as, send_reader,
+    send_stream,
+};
 pub use diagnosis::{Diagnosis, Limit};
 pub use driver::passive::JunkCounts;
 pub use driver::socket::DEFAULT_PORT;

@@ -8,6 +8,7 @@ use netblt_proto::{Policy, RateConfig, TransferParams};
 
 use crate::app::params::DEFAULT_RATE;
 use crate::driver::passive::JunkCounts;
+#[allow(unused_imports)] // doc links
 use crate::report::TransferReport;
 
 /// How far a transfer got, handed to a [`ProgressFn`] about ten times a
@@ -29,6 +30,21 @@ pub struct Progress {
     /// Why the rate is what it is (`startup`, `steady`, `congestion`,
     /// `noise`, `cap`, ...), likewise.
     pub rate_reason: Option<&'static str>,
+    /// Time since the transfer started (before its OPEN).
+    pub elapsed: Duration,
+    /// Data receiver: packets found missing so far; data sender: packets
+    /// it was asked to resend (as in [`TransferReport::lost`]).
+    pub lost: u64,
+    /// Smoothed control round trip, once measured.
+    pub srtt: Option<Duration>,
+    /// The rate controller's estimate of the bottleneck (bits/s of data).
+    pub bottleneck_bps: Option<u64>,
+    /// The rate controller's smallest round trip seen (the path without
+    /// queues).
+    pub min_rtt: Option<Duration>,
+    /// A resumed transfer: bytes that were already at the receiver (counted
+    /// in `bytes`).
+    pub resumed_from: Option<u64>,
 }
 
 /// Called with a transfer's [`Progress`] from the thread running it.
@@ -74,6 +90,13 @@ pub struct SendOptions {
     /// [`get`](crate::get): replace an existing destination file. Default:
     /// off.
     pub overwrite: bool,
+    /// Continue an interrupted transfer ([`send_file`](crate::send_file),
+    /// [`send_dir`](crate::send_dir), [`get`](crate::get)): the receiving end
+    /// keeps a partial file and a journal of its 1 MiB units' BLAKE3 hashes;
+    /// when the file's name, size and modification time match and the
+    /// prefix's hash agrees with the sender's file, only the rest is sent.
+    /// The digest still covers the whole file. Default: off.
+    pub resume: bool,
     /// Called about ten times a second while a transfer runs.
     pub progress: Option<ProgressFn>,
     /// Setting this flag aborts the transfer (a Ctrl-C handler's job).
@@ -102,6 +125,7 @@ impl Default for SendOptions {
             death_timer: Duration::from_secs(10),
             raw_ip: false,
             overwrite: false,
+            resume: false,
             progress: None,
             stop: None,
         }
@@ -118,6 +142,7 @@ impl std::fmt::Debug for SendOptions {
             .field("death_timer", &self.death_timer)
             .field("raw_ip", &self.raw_ip)
             .field("overwrite", &self.overwrite)
+            .field("resume", &self.resume)
             .field("progress", &self.progress.is_some())
             .field("stop", &self.stop)
             .finish()

@@ -10,13 +10,16 @@ use std::time::Duration;
 
 use netblt_proto::{Connection, Incoming, Mode};
 
-use crate::app::io_reason;
-use crate::app::meta::{encode_response, Request};
+use crate::app::meta::{Request, Response};
 use crate::app::names::resolve;
 use crate::app::params::{config, passive_limits, passive_rate};
-use crate::app::sink::{Target, TempFile};
+use crate::app::partial::{parse_digest, PartFile};
+use crate::app::sink::Target;
 use crate::app::source::Input;
 use crate::app::transfer::{Plan, Transfer};
+use crate::app::tree::{prefix_hash, UNIT};
+use crate::app::{hex, io_reason};
+use crate::client::mtime_ns;
 use crate::driver::passive::{bind, run_passive, Accept, JunkCounts, PassiveOptions, Service};
 use crate::driver::socket::NetSocket;
 use crate::driver::Waker;
@@ -144,34 +147,82 @@ struct Policy {
     summary: ReceiverSummary,
 }
 
+/// What a WRITE request says about the file.
+struct PutMeta {
+    size: Option<u64>,
+    mtime: Option<i64>,
+    mode: Option<u32>,
+    resume: bool,
+}
+
 impl Policy {
-    fn target(&self, name: &str, size: u64, peer: SocketAddr) -> Result<Target, String> {
+    /// Where a WRITE transfer's data go, and what the RESPONSE says (a
+    /// partial copy to resume from).
+    fn target(
+        &self,
+        name: &str,
+        m: &PutMeta,
+        peer: SocketAddr,
+    ) -> Result<(Target, Response), String> {
         match &self.data {
-            Data::Discard => Ok(Target::Discard),
+            Data::Discard => Ok((Target::Discard, Response::default())),
             Data::Dir(dir) => {
                 let path = resolve(dir, name, true)?;
-                let f = TempFile::create(&path, self.opts.overwrite).map_err(|e| e.peer_reason)?;
-                Ok(Target::File(f))
+                let mut part =
+                    PartFile::open(&path, self.opts.overwrite).map_err(|e| e.peer_reason)?;
+                part.ident = m.size.zip(m.mtime);
+                part.mode = m.mode;
+                let mut resp = Response::default();
+                if m.resume {
+                    match (part.journal(), part.ident) {
+                        (Some(j), Some(id)) if (j.size, j.mtime) == id => {
+                            let n = j.usable();
+                            if n > 0 {
+                                let cvs = j.cvs[..n].to_vec();
+                                let from = n as u64 * UNIT;
+                                resp.from = Some(from);
+                                resp.prefix = Some(hex(&prefix_hash(&cvs)));
+                                part.offer = Some((from, cvs));
+                            }
+                        }
+                        (Some(_), _) => {
+                            let note = "the receiver's partial copy was of another version of the file (size or modification time differ): discarded, sending it whole";
+                            tracing::warn!("{name}: {note}");
+                            resp.note = Some(note.into());
+                        }
+                        (None, _) => {}
+                    }
+                }
+                Ok((Target::File(part), resp))
             }
             Data::Handler(h) => {
                 let t = IncomingTransfer {
                     name: name.to_string(),
-                    size,
+                    size: m.size.unwrap_or(0),
+                    stream: m.size.is_none(),
                     peer,
                 };
                 h.lock()
                     .map_err(|_| "receiver's handler failed".to_string())?
                     .accept(&t)?;
-                Ok(Target::Handler(Arc::clone(h), t))
+                Ok((Target::Handler(Arc::clone(h), t), Response::default()))
             }
         }
     }
 
-    fn plan(&self, inc: &Incoming, req: Request) -> Result<(Plan, String, Option<u64>), String> {
+    fn plan(&self, inc: &Incoming, req: Request) -> Result<(Plan, String, Response), String> {
         match (inc.mode, req) {
             (Mode::Write, Request::Sink { size }) => {
                 let target = match &self.data {
-                    Data::Handler(_) => self.target("sink", size, inc.remote)?,
+                    Data::Handler(_) => {
+                        let m = PutMeta {
+                            size: Some(size),
+                            mtime: None,
+                            mode: None,
+                            resume: false,
+                        };
+                        self.target("sink", &m, inc.remote)?.0
+                    }
                     _ => Target::Discard,
                 };
                 Ok((
@@ -181,22 +232,37 @@ impl Policy {
                         make: None,
                     },
                     "sink".into(),
-                    None,
+                    Response::default(),
                 ))
             }
-            (Mode::Write, Request::Put { name, size }) => {
-                let target = self.target(&name, size, inc.remote)?;
+            (
+                Mode::Write,
+                Request::Put {
+                    name,
+                    size,
+                    mtime,
+                    mode,
+                    resume,
+                },
+            ) => {
+                let m = PutMeta {
+                    size,
+                    mtime,
+                    mode,
+                    resume,
+                };
+                let (target, resp) = self.target(&name, &m, inc.remote)?;
                 Ok((
                     Plan::Receive {
-                        size: Some(size),
+                        size,
                         target: Some(target),
                         make: None,
                     },
                     name,
-                    None,
+                    resp,
                 ))
             }
-            (Mode::Read, Request::Get { name }) => {
+            (Mode::Read, Request::Get { name, have }) => {
                 let dir = match &self.data {
                     Data::Dir(d) if self.opts.serve => d,
                     _ => return Err("reading not enabled (start the receiver with --serve)".into()),
@@ -207,13 +273,38 @@ impl Policy {
                 if !meta.is_file() {
                     return Err("not a regular file".into());
                 }
+                let mtime = mtime_ns(&meta);
+                let mut resp = Response {
+                    size: Some(meta.len()),
+                    mtime,
+                    mode: Some(std::os::unix::fs::PermissionsExt::mode(&meta.permissions())),
+                    ..Response::default()
+                };
+                // The client holds part of this file: the same version
+                // (size and mtime) is resumed; the reader thread then checks
+                // the prefix's hash before skipping it.
+                let mut offer = None;
+                if let Some(h) = have {
+                    let same = h.size == meta.len() && Some(h.mtime) == mtime;
+                    match parse_digest(&h.prefix) {
+                        Some(p) if same && h.from % UNIT == 0 && h.from < meta.len() => {
+                            resp.from = Some(h.from);
+                            resp.prefix = Some(h.prefix.clone());
+                            offer = Some((h.from, p));
+                        }
+                        _ => {
+                            resp.note = Some("the file changed since the partial copy was made: discarded, sending it whole".into());
+                        }
+                    }
+                }
                 Ok((
                     Plan::Send {
-                        reader: Input::Read(Box::new(file)),
-                        size: meta.len(),
+                        reader: Input::File { file, offer },
+                        size: Some(meta.len()),
+                        resume: false,
                     },
                     name,
-                    Some(meta.len()),
+                    resp,
                 ))
             }
             _ => Err("operation does not match the NETBLT mode".into()),
@@ -226,7 +317,7 @@ impl Service for Policy {
 
     fn incoming(&mut self, inc: &Incoming, waker: &Arc<Waker>) -> Result<Accept<Transfer>, String> {
         let req = Request::decode(&inc.client)?;
-        let (plan, name, size) = self.plan(inc, req)?;
+        let (plan, name, resp) = self.plan(inc, req)?;
         let mut cfg = config(
             passive_limits(),
             death_secs(self.opts.death_timer),
@@ -236,7 +327,7 @@ impl Service for Policy {
         cfg.params = passive_limits();
         Ok(Accept {
             config: Some(cfg),
-            response: encode_response(size),
+            response: resp.encode(),
             transfer: Transfer::new(name, plan, Arc::clone(waker)),
         })
     }

@@ -141,6 +141,14 @@ pub struct TransferReport {
     /// What limited the transfer's speed ("why was it slow?"), from the
     /// measured counters: active end, successful transfers only.
     pub limit: Option<Diagnosis>,
+    /// A resumed transfer: bytes of the file that were already at the
+    /// receiver and were not sent (`bytes` counts the whole file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<u64>,
+    /// Something the user should know: a partial copy discarded because the
+    /// file changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Why the transfer failed (`None`: it succeeded). Serialized as its
     /// message.
     #[serde(serialize_with = "error_message")]
@@ -253,6 +261,8 @@ impl TransferReport {
                 congestion_events: r.congestion_events,
             }),
             limit: None,
+            resumed_from: t.resumed_from.filter(|&f| f > 0),
+            note: t.note.clone(),
             error,
             io: None,
         }

@@ -39,7 +39,11 @@ pub fn bench(
     quiet: bool,
 ) -> Result<netblt::TransferReport, netblt::Error> {
     let mut opts = common.send_options(params);
-    let bar = Bar::new(quiet);
+    let bar = if quiet && !common.json_stream {
+        Bar::new(true)
+    } else {
+        common.live()
+    };
     bar.attach(&mut opts);
     let result = netblt::bench(remote, size, &opts);
     bar.finish();
@@ -53,15 +57,20 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     default_sigpipe();
     let remote = resolve_host(&a.host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
-    let report = bench(remote, a.size, params, &a.common, a.common.json).map_err(CliError::from)?;
-    if a.common.json {
+    let report =
+        bench(remote, a.size, params, &a.common, a.common.machine()).map_err(CliError::from)?;
+    if a.common.machine() {
         let mut v = serde_json::to_value(&report)?;
         if let (Some(o), Some(io)) = (v.as_object_mut(), report.io) {
             o.insert("send_syscalls".into(), io.send_syscalls.into());
             o.insert("recv_syscalls".into(), io.recv_syscalls.into());
             o.insert("gso_fallbacks".into(), io.gso_fallbacks.into());
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        if a.common.json_stream {
+            a.common.print_json(&v);
+        } else {
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
     } else {
         println!("{TABLE_HEADER}");
         println!("{}", table_row(&report));

@@ -8,7 +8,7 @@ use clap::Args;
 use crate::exit::{self, CliError};
 use crate::flags::{resolve_host, CommonFlags, ParamFlags};
 use crate::output::{line, why};
-use crate::progress::{default_sigpipe, Bar};
+use crate::progress::default_sigpipe;
 
 #[derive(Debug, Args)]
 pub struct GetArgs {
@@ -16,13 +16,21 @@ pub struct GetArgs {
     pub host: String,
     /// The file's name relative to the receiver's --dir.
     pub name: String,
-    /// Where to write it: a file, or an existing directory to put it in.
-    /// Default: the name's last component, in the current directory.
+    /// Where to write it: a file, an existing directory to put it in, or
+    /// `-` for standard output (in order; the exit status says whether the
+    /// digest verified). Default: the name's last component, in the current
+    /// directory.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
     /// Overwrite an existing file.
     #[arg(long)]
     pub force: bool,
+    /// Continue an interrupted `get`: the partial file and its journal left
+    /// beside the destination are offered to the server, which sends only
+    /// the rest if its file is the same (size, modification time, hash of
+    /// the prefix); otherwise the file comes whole.
+    #[arg(long)]
+    pub resume: bool,
     #[command(flatten)]
     pub params: ParamFlags,
     #[command(flatten)]
@@ -33,6 +41,9 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     default_sigpipe();
     let remote = resolve_host(&a.host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
+    if a.output.as_deref() == Some(std::path::Path::new("-")) {
+        return to_stdout(a, remote, params);
+    }
     // Where the library will put it, for the message: the name's last
     // component in the current directory, or in the directory given.
     let base = a.name.rsplit('/').next().unwrap_or("file").to_string();
@@ -52,7 +63,8 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     }
     let mut opts = a.common.send_options(params);
     opts.overwrite = a.force;
-    let bar = Bar::new(a.common.json);
+    opts.resume = a.resume;
+    let bar = a.common.live();
     bar.attach(&mut opts);
     let result = netblt::get(remote, &a.name, &out, &opts);
     bar.finish();
@@ -61,13 +73,47 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
         Err(netblt::Error::Transfer(r)) => *r,
         Err(e) => return Err(CliError::from(e).into()),
     };
-    if a.common.json {
-        println!("{}", serde_json::to_string(&report)?);
-    } else if report.error.is_none() {
+    if let Some(n) = &report.note {
+        eprintln!("netblt: {}: {n}", a.name);
+    }
+    if !a.common.print_json(&serde_json::to_value(&report)?) && report.error.is_none() {
         println!("{} (saved as {})", line(&report), out.display());
         if let Some(w) = why(&report) {
             println!("{w}");
         }
+    }
+    match &report.error {
+        None => Ok(exit::OK),
+        Some(e) => Err(CliError::new(exit::of(e), format!("{}: {e}", a.name)).into()),
+    }
+}
+
+/// `get -o -`: the file to standard output; reports go to stderr.
+fn to_stdout(
+    a: GetArgs,
+    remote: std::net::SocketAddr,
+    params: netblt_proto::TransferParams,
+) -> anyhow::Result<i32> {
+    if a.resume {
+        return Err(CliError::usage("--resume needs a file to resume (not -o -)").into());
+    }
+    if a.common.json_stream {
+        return Err(CliError::usage("--json-stream writes standard output: not with -o -").into());
+    }
+    let mut opts = a.common.send_options(params);
+    let bar = a.common.live();
+    bar.attach(&mut opts);
+    let result = netblt::get_to_writer(remote, &a.name, std::io::stdout(), &opts);
+    bar.finish();
+    let report = match result {
+        Ok(r) => r,
+        Err(netblt::Error::Transfer(r)) => *r,
+        Err(e) => return Err(CliError::from(e).into()),
+    };
+    if a.common.json {
+        eprintln!("{}", serde_json::to_string(&report)?);
+    } else if report.error.is_none() {
+        eprintln!("netblt: {}", line(&report));
     }
     match &report.error {
         None => Ok(exit::OK),

@@ -6,7 +6,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
-use netblt::{JunkCounts, Receiver, ReceiverOptions, TransferReport};
+use std::io::Write;
+
+use netblt::{
+    DataHandler, IncomingTransfer, JunkCounts, Receiver, ReceiverOptions, TransferReport,
+};
 
 use crate::exit::{self, CliError};
 use crate::output::line;
@@ -27,6 +31,12 @@ pub struct RecvArgs {
     /// Exit after one transfer, with its result as exit code.
     #[arg(long)]
     pub once: bool,
+    /// Write one transfer's data to standard output, in order, then exit
+    /// (implies --once; reports go to stderr). The bytes are written before
+    /// the end-to-end digest is checked: the exit status says whether they
+    /// verified, e.g. `netblt recv --stdout | tar x`.
+    #[arg(long, conflicts_with_all = ["sink", "serve", "dir"])]
+    pub stdout: bool,
     /// Let peers fetch files under --dir (`netblt get`, READ mode).
     #[arg(long)]
     pub serve: bool,
@@ -45,9 +55,9 @@ pub struct RecvArgs {
 }
 
 /// Prints one finished transfer: a line, or a JSON object with the junk
-/// counters.
-fn print_report(report: &TransferReport, junk: &JunkCounts, json: bool) {
-    if json {
+/// counters; on stderr when stdout carries the data.
+fn print_report(report: &TransferReport, junk: &JunkCounts, json: bool, to_stderr: bool) {
+    let text = if json {
         let mut v = serde_json::to_value(report).unwrap_or_default();
         if let Some(o) = v.as_object_mut() {
             o.insert(
@@ -55,15 +65,35 @@ fn print_report(report: &TransferReport, junk: &JunkCounts, json: bool) {
                 serde_json::to_value(junk).unwrap_or_default(),
             );
         }
-        println!("{v}");
+        v.to_string()
     } else {
-        println!("{}", line(report));
+        line(report)
+    };
+    if to_stderr {
+        eprintln!("netblt: {text}");
+    } else {
+        println!("{text}");
+    }
+}
+
+/// `--stdout`: the data, in order, to standard output.
+struct Stdout(std::io::BufWriter<std::io::Stdout>);
+
+impl DataHandler for Stdout {
+    fn data(&mut self, _: &IncomingTransfer, _: u64, bytes: &[u8]) -> Result<(), String> {
+        self.0
+            .write_all(bytes)
+            .map_err(|e| format!("writing standard output: {e}"))
+    }
+
+    fn end(&mut self, _: &IncomingTransfer, _: bool) {
+        let _ = self.0.flush();
     }
 }
 
 pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
     default_sigpipe();
-    if !a.sink && !a.dir.is_dir() {
+    if !a.sink && !a.stdout && !a.dir.is_dir() {
         return Err(
             CliError::new(exit::LOCAL, format!("{}: not a directory", a.dir.display())).into(),
         );
@@ -73,11 +103,12 @@ pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
     opts.raw_ip = a.raw_ip;
     opts.overwrite = a.force;
     opts.serve = a.serve;
-    opts.max_transfers = a.once.then_some(1);
+    opts.max_transfers = (a.once || a.stdout).then_some(1);
     opts.stop = Some(stop_flag());
     let json = a.json;
+    let to_stderr = a.stdout;
     opts.on_transfer = Some(std::sync::Arc::new(
-        move |r: &TransferReport, j: &JunkCounts| print_report(r, j, json),
+        move |r: &TransferReport, j: &JunkCounts| print_report(r, j, json, to_stderr),
     ));
     let receiver = Receiver::bind(a.listen, opts).map_err(CliError::from)?;
     if !a.json {
@@ -91,6 +122,8 @@ pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
             },
             if a.sink {
                 "discarding data".to_string()
+            } else if a.stdout {
+                "one transfer to standard output".to_string()
             } else {
                 format!("files in {}", a.dir.display())
             }
@@ -98,6 +131,11 @@ pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
     }
     let summary = if a.sink {
         receiver.sink()
+    } else if a.stdout {
+        receiver.handle_with(Stdout(std::io::BufWriter::with_capacity(
+            1 << 20,
+            std::io::stdout(),
+        )))
     } else {
         receiver.serve_dir(&a.dir)
     }
@@ -109,7 +147,7 @@ pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
             junk.malformed, junk.stray, junk.rejected_uid
         );
     }
-    Ok(match (&summary.last_error, a.once) {
+    Ok(match (&summary.last_error, a.once || a.stdout) {
         (Some(e), true) => exit::of(e),
         _ => exit::OK,
     })

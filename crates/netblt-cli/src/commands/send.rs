@@ -1,5 +1,5 @@
-//! `netblt send FILE|DIR... HOST[:PORT]`: WRITE mode, one connection per
-//! file, in turn.
+//! `netblt send FILE|DIR|-... HOST[:PORT]`: WRITE mode, one connection per
+//! file, in turn; `-` sends standard input as a stream.
 
 use std::path::PathBuf;
 
@@ -8,15 +8,32 @@ use clap::Args;
 use crate::exit::{self, CliError};
 use crate::flags::{resolve_host, CommonFlags, ParamFlags};
 use crate::output::{line, why};
-use crate::progress::{default_sigpipe, Bar};
+use crate::progress::default_sigpipe;
 
 #[derive(Debug, Args)]
 pub struct SendArgs {
     /// Files or directories to send, then the receiver as HOST[:PORT]
     /// (default port 9998). Directories are walked; their files keep their
-    /// path below the directory's name.
-    #[arg(required = true, num_args = 2.., value_name = "FILE|DIR... HOST[:PORT]")]
+    /// path below the directory's name. `-` alone sends standard input (a
+    /// stream of unknown length, e.g. `tar c dir | netblt send - HOST
+    /// --name dir.tar`), named by --name.
+    #[arg(required = true, num_args = 2.., value_name = "FILE|DIR|-... HOST[:PORT]")]
     pub args: Vec<String>,
+    /// The name the receiver stores standard input under (with `-`).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Continue an interrupted transfer: the receiver keeps a partial file
+    /// and a journal of verified 1 MiB units; if the file's name, size and
+    /// modification time match, and the prefix's hash matches this file,
+    /// only the rest is sent (the whole file is still verified). Otherwise
+    /// the file is sent whole.
+    #[arg(long)]
+    pub resume: bool,
+    /// Files in flight at once, one connection each: many small files then
+    /// do not wait for one another's round trips. A failed file is
+    /// reported and the others go on. (No progress bar above 1.)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub parallel: u16,
     #[command(flatten)]
     pub params: ParamFlags,
     #[command(flatten)]
@@ -30,40 +47,134 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     };
     let remote = resolve_host(host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
+    let mut opts = a.common.send_options(params);
+    opts.resume = a.resume;
+    let bar = a.common.live();
+    bar.attach(&mut opts);
+    let stdin = paths.iter().any(|p| p == "-");
+    if stdin {
+        if paths.len() != 1 {
+            return Err(CliError::usage("'-' (standard input) must be the only source").into());
+        }
+        let Some(name) = a.name.as_deref() else {
+            return Err(CliError::usage("sending standard input needs --name NAME").into());
+        };
+        let result = netblt::send_stream(std::io::stdin(), name, remote, &opts);
+        bar.finish();
+        return finish_one(result, &a.common, name, true);
+    }
+    if a.name.is_some() {
+        return Err(CliError::usage("--name is for standard input ('-')").into());
+    }
     let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
     let files = netblt::files_to_send(&paths).map_err(CliError::from)?;
-    let mut opts = a.common.send_options(params);
-    let bar = Bar::new(a.common.json);
-    bar.attach(&mut opts);
+    if a.parallel > 1 && files.len() > 1 {
+        opts.progress = None;
+        return parallel(files, remote, &opts, &a.common, usize::from(a.parallel));
+    }
     let mut code = exit::OK;
+    // The "why" line is for one transfer; with many files it would double
+    // the output.
+    let single = files.len() == 1;
     for (path, name) in files {
         let result = netblt::send_file_as(&path, &name, remote, &opts);
         bar.finish();
-        let report = match result {
-            Ok(r) => r,
-            Err(netblt::Error::Transfer(r)) => *r,
-            Err(e) => return Err(CliError::from(e).into()),
-        };
-        if a.common.json {
-            println!("{}", serde_json::to_string(&report)?);
-        } else if report.error.is_none() {
-            println!("{}", line(&report));
-            if let Some(w) = why(&report) {
-                println!("{w}");
-            }
-        }
-        if let Some(e) = &report.error {
-            let line = format!("{}: {e}", report.name);
-            let rc = exit::of(e);
-            if rc == exit::NETWORK {
-                // Nothing more will get through.
-                return Err(CliError::new(rc, line).into());
-            }
-            eprintln!("netblt: {line}");
-            if code == exit::OK {
-                code = rc;
-            }
+        let rc = finish_one(result, &a.common, &name, single)?;
+        if code == exit::OK {
+            code = rc;
         }
     }
     Ok(code)
+}
+
+/// Prints one transfer's outcome; returns its exit code. An error before
+/// the transfer started, or a network error (nothing more will get
+/// through), is returned as an error.
+fn finish_one(
+    result: Result<netblt::TransferReport, netblt::Error>,
+    common: &CommonFlags,
+    name: &str,
+    explain: bool,
+) -> anyhow::Result<i32> {
+    let report = match result {
+        Ok(r) => r,
+        Err(netblt::Error::Transfer(r)) => *r,
+        // A file that cannot be read: say so and go on with the others.
+        Err(e @ netblt::Error::Local(_)) => {
+            eprintln!("netblt: {name}: {e}");
+            return Ok(exit::of(&e));
+        }
+        Err(e) => return Err(CliError::from(e).into()),
+    };
+    if let Some(n) = &report.note {
+        eprintln!("netblt: {}: {n}", report.name);
+    }
+    if !common.print_json(&serde_json::to_value(&report)?) && report.error.is_none() {
+        println!("{}", line(&report));
+        if let Some(w) = why(&report).filter(|_| explain) {
+            println!("{w}");
+        }
+    }
+    match &report.error {
+        None => Ok(exit::OK),
+        Some(e) => {
+            let line = format!("{}: {e}", report.name);
+            let rc = exit::of(e);
+            if rc == exit::NETWORK {
+                return Err(CliError::new(rc, line).into());
+            }
+            eprintln!("netblt: {line}");
+            Ok(rc)
+        }
+    }
+}
+
+/// `--parallel N`: N threads take files from one queue, each file its own
+/// connection. The exit code is the first failure's; a network error stops
+/// the queue.
+fn parallel(
+    files: Vec<(PathBuf, String)>,
+    remote: std::net::SocketAddr,
+    opts: &netblt::SendOptions,
+    common: &CommonFlags,
+    n: usize,
+) -> anyhow::Result<i32> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+    let queue = Mutex::new(files.into_iter());
+    let code = Mutex::new(exit::OK);
+    let fatal: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        for _ in 0..n {
+            sc.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let next = queue.lock().ok().and_then(|mut q| q.next());
+                    let Some((path, name)) = next else {
+                        break;
+                    };
+                    let result = netblt::send_file_as(&path, &name, remote, opts);
+                    match finish_one(result, common, &name, false) {
+                        Ok(rc) => {
+                            if let Ok(mut c) = code.lock() {
+                                if *c == exit::OK {
+                                    *c = rc;
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            stop.store(true, Ordering::Relaxed);
+                            if let Ok(mut f) = fatal.lock() {
+                                f.get_or_insert(e);
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = fatal.into_inner().ok().flatten() {
+        return Err(e);
+    }
+    Ok(code.into_inner().unwrap_or(exit::FAILED))
 }

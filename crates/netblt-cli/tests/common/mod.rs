@@ -165,7 +165,8 @@ pub fn write(path: &Path, bytes: &[u8]) {
     std::fs::write(path, bytes).expect("write");
 }
 
-/// Files under `dir` whose names contain ".part" (left-over temp files).
+/// Files under `dir` whose names contain ".part" or "netblt-" (left-over
+/// partial files and journals).
 pub fn temp_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -174,7 +175,10 @@ pub fn temp_files(dir: &Path) -> Vec<PathBuf> {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.to_string_lossy().contains(".part") {
+            } else if p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().contains("netblt-"))
+            {
                 out.push(p);
             }
         }
@@ -183,3 +187,44 @@ pub fn temp_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 pub const T: Duration = Duration::from_secs(30);
+
+/// Starts `netblt ARGS` with stdin, stdout and stderr as given.
+pub fn spawn(args: &[&str], stdin: Stdio, stdout: Stdio, stderr: Stdio) -> Child {
+    Command::new(bin())
+        .args(args)
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn")
+}
+
+/// Sends a signal to our own child.
+pub fn signal(child: &Child, sig: i32) {
+    // SAFETY: signals a process we started.
+    unsafe {
+        libc_kill(child.id() as i32, sig);
+    }
+}
+
+pub const SIGKILL: i32 = 9;
+pub const SIGCONT: i32 = 18;
+pub const SIGSTOP: i32 = 19;
+
+/// Lines in the resume journal for `name` under `dir` (units received).
+pub fn journal_units(dir: &Path, name: &str) -> usize {
+    std::fs::read_to_string(dir.join(format!(".{name}.netblt-journal")))
+        .map_or(0, |s| s.lines().count().saturating_sub(1))
+}
+
+/// Waits (up to `limit`) until `cond` holds.
+pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}

@@ -2,15 +2,27 @@
 //!
 //! RFC 998 leaves the client string to the client ("a client-specific
 //! string"); ours is compact JSON, which never contains a NUL byte (serde
-//! escapes control characters), so it survives the NUL-terminated field:
+//! escapes control characters), so it survives the NUL-terminated field.
+//! No new packet type is needed for any of it:
 //!
-//! * OPEN, WRITE: `{"v":1,"op":"put","name":"rel/path","size":N}`
-//! * OPEN, READ: `{"v":1,"op":"get","name":"rel/path"}`
+//! * OPEN, WRITE: `{"v":1,"op":"put","name":"rel/path","size":N,"mtime":NS,"mode":M}`;
+//!   no `size` for a stream of unknown length (`netblt send -`); with
+//!   `"resume":true` the sender asks what the receiver already has.
+//! * OPEN, READ: `{"v":1,"op":"get","name":"rel/path"}`, with `--resume`
+//!   also `"have":{"size":N,"mtime":NS,"from":K,"prefix":"hex"}`: this end
+//!   holds the first K bytes of a file that had that size and mtime.
 //! * OPEN, WRITE, benchmark: `{"v":1,"op":"sink","size":N}`
-//! * RESPONSE: `{"v":1}`, or `{"v":1,"size":N}` answering a `get`.
+//! * RESPONSE: `{"v":1}`; answering a `get`, the file's `size`, `mtime` and
+//!   `mode`; accepting a resume, `"from":K,"prefix":"hex"` (put: what the
+//!   receiver has; get: the offer accepted); `note` says why a partial copy
+//!   was discarded.
 //!
 //! `size` counts the file's bytes; the transfer carries `size + 32` bytes,
-//! the BLAKE3 digest following the data (see [`crate::app`]).
+//! the BLAKE3 digest following the data (see [`crate::app`]). A resumed
+//! transfer (`from` > 0 agreed) carries an 8-byte big-endian offset first:
+//! the sender's choice, K (its prefix matched) or 0 (it did not: the whole
+//! file follows). Unknown fields are ignored, so older peers simply do not
+//! resume.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,19 +30,54 @@ use serde::{Deserialize, Serialize};
 pub(crate) const VERSION: u32 = 1;
 /// Longest name we send or accept, in bytes.
 pub(crate) const MAX_NAME: usize = 4096;
+/// Bytes of the offset that starts a resumed transfer.
+pub(crate) const OFFSET_LEN: usize = 8;
+
+/// A partial copy: the first `from` bytes of a file that had `size` bytes
+/// and modification time `mtime`, whose 1 MiB units hash to `prefix`
+/// (`tree::prefix_hash`, hex).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Have {
+    pub(crate) size: u64,
+    pub(crate) mtime: i64,
+    pub(crate) from: u64,
+    pub(crate) prefix: String,
+}
 
 /// What the active end asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Request {
-    /// Store a file of `size` bytes under `name` (WRITE mode).
-    Put { name: String, size: u64 },
-    /// Send us the file `name` (READ mode).
-    Get { name: String },
+    /// Store a file under `name` (WRITE mode): `size` bytes, or a stream
+    /// (`None`) ending with the last buffer.
+    Put {
+        name: String,
+        size: Option<u64>,
+        mtime: Option<i64>,
+        mode: Option<u32>,
+        resume: bool,
+    },
+    /// Send us the file `name` (READ mode); `have`: we hold part of it.
+    Get { name: String, have: Option<Have> },
     /// Discard `size` bytes (WRITE mode, RFC 1030's memory-to-memory test).
     Sink { size: u64 },
 }
 
-#[derive(Serialize, Deserialize)]
+/// The passive end's answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Response {
+    /// `get`: the file's size, mtime and permission bits.
+    pub(crate) size: Option<u64>,
+    pub(crate) mtime: Option<i64>,
+    pub(crate) mode: Option<u32>,
+    /// Resume agreed from this offset (put: the receiver's partial copy;
+    /// get: the client's offer, accepted), with the prefix's hash.
+    pub(crate) from: Option<u64>,
+    pub(crate) prefix: Option<String>,
+    /// Why a partial copy was not used.
+    pub(crate) note: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Default)]
 struct Wire {
     v: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -39,6 +86,20 @@ struct Wire {
     name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mtime: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mode: Option<u32>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    resume: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    have: Option<Have>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    from: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
 }
 
 fn to_bytes(w: &Wire) -> Vec<u8> {
@@ -47,17 +108,36 @@ fn to_bytes(w: &Wire) -> Vec<u8> {
 
 impl Request {
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let (op, name, size) = match self {
-            Request::Put { name, size } => ("put", Some(name.clone()), Some(*size)),
-            Request::Get { name } => ("get", Some(name.clone()), None),
-            Request::Sink { size } => ("sink", None, Some(*size)),
-        };
-        to_bytes(&Wire {
+        let mut w = Wire {
             v: VERSION,
-            op: Some(op.into()),
-            name,
-            size,
-        })
+            ..Wire::default()
+        };
+        match self {
+            Request::Put {
+                name,
+                size,
+                mtime,
+                mode,
+                resume,
+            } => {
+                w.op = Some("put".into());
+                w.name = Some(name.clone());
+                w.size = *size;
+                w.mtime = *mtime;
+                w.mode = *mode;
+                w.resume = *resume;
+            }
+            Request::Get { name, have } => {
+                w.op = Some("get".into());
+                w.name = Some(name.clone());
+                w.have = have.clone();
+            }
+            Request::Sink { size } => {
+                w.op = Some("sink".into());
+                w.size = Some(*size);
+            }
+        }
+        to_bytes(&w)
     }
 
     /// Parses an OPEN client string; the error is a REFUSED reason.
@@ -74,17 +154,20 @@ impl Request {
             }
             Ok(n)
         };
-        let size = |s: Option<u64>| s.ok_or_else(|| "request without a size".to_string());
         match w.op.as_deref() {
             Some("put") => Ok(Request::Put {
                 name: name(w.name)?,
-                size: size(w.size)?,
+                size: w.size,
+                mtime: w.mtime,
+                mode: w.mode,
+                resume: w.resume,
             }),
             Some("get") => Ok(Request::Get {
                 name: name(w.name)?,
+                have: w.have,
             }),
             Some("sink") => Ok(Request::Sink {
-                size: size(w.size)?,
+                size: w.size.ok_or_else(|| "request without a size".to_string())?,
             }),
             Some(other) => Err(format!("unknown operation '{other}'")),
             None => Err("request without an operation".into()),
@@ -92,19 +175,34 @@ impl Request {
     }
 }
 
-/// RESPONSE client string.
-pub(crate) fn encode_response(size: Option<u64>) -> Vec<u8> {
-    to_bytes(&Wire {
-        v: VERSION,
-        op: None,
-        name: None,
-        size,
-    })
-}
+impl Response {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        to_bytes(&Wire {
+            v: VERSION,
+            size: self.size,
+            mtime: self.mtime,
+            mode: self.mode,
+            from: self.from,
+            prefix: self.prefix.clone(),
+            note: self.note.clone(),
+            ..Wire::default()
+        })
+    }
 
-/// The size in a RESPONSE to a `get`.
-pub(crate) fn decode_response_size(bytes: &[u8]) -> Option<u64> {
-    serde_json::from_slice::<Wire>(bytes).ok()?.size
+    /// Reads a RESPONSE client string (anything unreadable: nothing).
+    pub(crate) fn decode(bytes: &[u8]) -> Response {
+        let Ok(w) = serde_json::from_slice::<Wire>(bytes) else {
+            return Response::default();
+        };
+        Response {
+            size: w.size,
+            mtime: w.mtime,
+            mode: w.mode,
+            from: w.from.filter(|&f| f > 0),
+            prefix: w.prefix,
+            note: w.note,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -116,21 +214,65 @@ mod tests {
         for r in [
             Request::Put {
                 name: "a/b\u{0}c".into(),
-                size: 7,
+                size: Some(7),
+                mtime: Some(-3),
+                mode: Some(0o644),
+                resume: true,
             },
-            Request::Get { name: "x".into() },
+            Request::Put {
+                name: "stream".into(),
+                size: None,
+                mtime: None,
+                mode: None,
+                resume: false,
+            },
+            Request::Get {
+                name: "x".into(),
+                have: Some(Have {
+                    size: 9,
+                    mtime: 1,
+                    from: 4,
+                    prefix: "ab".into(),
+                }),
+            },
+            Request::Get {
+                name: "x".into(),
+                have: None,
+            },
             Request::Sink { size: 1 << 40 },
         ] {
             let b = r.encode();
             assert!(!b.contains(&0));
             assert_eq!(Request::decode(&b), Ok(r));
         }
+        // The forms older peers send and expect are unchanged.
         assert_eq!(
             std::str::from_utf8(&Request::Sink { size: 5 }.encode()).ok(),
             Some(r#"{"v":1,"op":"sink","size":5}"#)
         );
+        assert_eq!(
+            Request::decode(br#"{"v":1,"op":"put","name":"x","size":3}"#),
+            Ok(Request::Put {
+                name: "x".into(),
+                size: Some(3),
+                mtime: None,
+                mode: None,
+                resume: false
+            })
+        );
         assert!(Request::decode(b"junk").is_err());
-        assert!(Request::decode(br#"{"v":1,"op":"put","name":"x"}"#).is_err());
-        assert_eq!(decode_response_size(&encode_response(Some(9))), Some(9));
+        assert!(Request::decode(br#"{"v":1,"op":"sink"}"#).is_err());
+        let resp = Response {
+            size: Some(9),
+            from: Some(4),
+            prefix: Some("cd".into()),
+            ..Response::default()
+        };
+        assert_eq!(Response::decode(&resp.encode()), resp);
+        assert_eq!(
+            std::str::from_utf8(&Response::default().encode()).ok(),
+            Some(r#"{"v":1}"#)
+        );
+        assert_eq!(Response::decode(b"\xff"), Response::default());
     }
 }

@@ -13,10 +13,14 @@
 //!
 //! # Where data goes
 //!
-//! Received files are written to `.<name>.netblt-<random>.part` next to their
-//! final place, `fsync`ed, and renamed only once verified (without `--force`,
-//! with `RENAME_NOREPLACE`, so an existing file is never overwritten). On any
-//! failure the temporary file is removed.
+//! Received files are written to `.<name>.netblt-part` next to their final
+//! place, `fsync`ed, and renamed only once verified (without `--force`, with
+//! `RENAME_NOREPLACE`, so an existing file is never overwritten). A journal
+//! of the 1 MiB units written lets an interrupted transfer resume
+//! ([`partial`], [`tree`]); what a failure leaves is described there.
+//!
+//! A stream of unknown length (`netblt send -`) travels the same way: the
+//! last buffer ends it and the digest still follows the data.
 //!
 //! # Threads
 //!
@@ -32,9 +36,11 @@
 pub(crate) mod meta;
 pub(crate) mod names;
 pub(crate) mod params;
+pub(crate) mod partial;
 pub(crate) mod sink;
 pub(crate) mod source;
 pub(crate) mod transfer;
+pub(crate) mod tree;
 
 pub(crate) use crate::error::{io_reason, AppError, Kind};
 

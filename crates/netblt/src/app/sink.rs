@@ -1,14 +1,17 @@
-//! The data receiver's writer thread: buffers into a temporary file (or
-//! nowhere, for `--sink`), hashed on the way; the trailing 32 bytes are the
-//! sender's digest, compared when the last buffer arrives.
+//! The data receiver's writer thread: buffers into a partial file (or a
+//! writer, a handler, or nowhere for `--sink`), hashed on the way; the
+//! trailing 32 bytes are the sender's digest, compared when the last buffer
+//! arrives. The data's length need not be known: the last 32 bytes of the
+//! stream are held back until the last buffer says they are the digest.
 
-use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use super::meta::OFFSET_LEN;
+use super::partial::PartFile;
+use super::tree::TreeHasher;
 use super::{AppError, Kind, DIGEST_LEN};
 use crate::driver::Waker;
 use crate::handler::{IncomingTransfer, SharedHandler};
@@ -16,118 +19,13 @@ use crate::handler::{IncomingTransfer, SharedHandler};
 /// Buffers queued for the disk before the network loop holds back.
 const DEPTH: usize = 4;
 
-/// A file being received: written under a temporary name next to its final
-/// place, renamed only once verified.
-#[derive(Debug)]
-pub(crate) struct TempFile {
-    pub(crate) final_path: PathBuf,
-    pub(crate) temp_path: PathBuf,
-    file: File,
-    force: bool,
-}
-
-impl TempFile {
-    /// Creates `.<name>.netblt-<random>.part` beside `final_path`. Refuses at
-    /// once if the final file exists and `force` is off, or if it exists and
-    /// is not a regular file.
-    pub(crate) fn create(final_path: &Path, force: bool) -> Result<TempFile, AppError> {
-        let shown = final_path.display().to_string();
-        match std::fs::symlink_metadata(final_path) {
-            Ok(m) if !m.file_type().is_file() => {
-                return Err(AppError::new(
-                    Kind::Local,
-                    format!("{shown}: exists and is not a regular file"),
-                    "name not allowed",
-                ))
-            }
-            Ok(_) if !force => {
-                return Err(AppError::new(
-                    Kind::Local,
-                    format!("{shown}: file exists (use --force to overwrite)"),
-                    "file exists (use --force on the receiver)",
-                ))
-            }
-            _ => {}
-        }
-        let dir = final_path.parent().unwrap_or(Path::new("."));
-        let base = final_path
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "file".into());
-        let temp_path = dir.join(format!(
-            ".{base}.netblt-{:08x}.part",
-            crate::driver::random_u32()
-        ));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp_path)
-            .map_err(|e| AppError::io(&dir.display().to_string(), &e))?;
-        Ok(TempFile {
-            final_path: final_path.to_path_buf(),
-            temp_path,
-            file,
-            force,
-        })
-    }
-
-    /// fsync, then move into place (never over an existing file without
-    /// `force`), then fsync the directory.
-    fn commit(self) -> Result<(), AppError> {
-        let shown = self.final_path.display().to_string();
-        self.file.sync_all().map_err(|e| AppError::io(&shown, &e))?;
-        drop(self.file);
-        if self.force {
-            std::fs::rename(&self.temp_path, &self.final_path)
-                .map_err(|e| AppError::io(&shown, &e))?;
-        } else {
-            rename_noreplace(&self.temp_path, &self.final_path)
-                .map_err(|e| AppError::io(&shown, &e))?;
-        }
-        if let Some(dir) = self.final_path.parent() {
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
-        Ok(())
-    }
-}
-
-fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let cstr =
-        |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
-    let (a, b) = (cstr(from)?, cstr(to)?);
-    // SAFETY: two valid NUL-terminated paths; AT_FDCWD-relative.
-    let r = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = std::io::Error::last_os_error();
-    match e.raw_os_error() {
-        // A file system without RENAME_NOREPLACE: link (fails if the target
-        // exists), then unlink.
-        Some(libc::EINVAL) | Some(libc::ENOSYS) => {
-            std::fs::hard_link(from, to)?;
-            std::fs::remove_file(from)
-        }
-        _ => Err(e),
-    }
-}
-
 /// Where received bytes go.
 pub(crate) enum Target {
     /// Hashed and dropped (`--sink`).
     Discard,
-    File(TempFile),
+    File(PartFile),
+    /// Written in order to a writer (standard output).
+    Writer(Box<dyn Write + Send>),
     /// Handed to the user's handler as they come.
     Handler(SharedHandler, IncomingTransfer),
 }
@@ -149,7 +47,10 @@ pub(crate) enum Output {
     Storage(Vec<u8>),
     /// The last buffer was checked (and the file committed): the digest, or
     /// why not.
-    Verdict(Result<[u8; DIGEST_LEN], AppError>),
+    /// With the data's length.
+    Verdict(Result<([u8; DIGEST_LEN], u64), AppError>),
+    /// A resumed transfer starts at this offset (the sender's choice).
+    From(u64),
 }
 
 /// Handle on a running writer thread.
@@ -160,7 +61,8 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
-    pub(crate) fn spawn(size: u64, target: Target, waker: Arc<Waker>) -> Sink {
+    /// `size`: the data's length, if announced.
+    pub(crate) fn spawn(size: Option<u64>, target: Target, waker: Arc<Waker>) -> Sink {
         let (tx, rx) = mpsc::sync_channel::<(Vec<u8>, bool)>(DEPTH);
         let (otx, orx) = mpsc::channel::<Output>();
         let handle = std::thread::Builder::new()
@@ -190,8 +92,8 @@ impl Sink {
         self.output.try_recv().ok()
     }
 
-    /// Ends the thread: without a verdict given, the temporary file is
-    /// removed. Waits for it.
+    /// Ends the thread: without a verdict given, the partial file is kept
+    /// if a resume can use it, else removed. Waits for it.
     pub(crate) fn stop(&mut self) {
         self.input = None;
         if let Some(h) = self.handle.take() {
@@ -206,118 +108,213 @@ impl Drop for Sink {
     }
 }
 
+/// The writer's view of the stream: an optional offset (a resumed
+/// transfer), then the data, then the 32-byte digest, held back until the
+/// last buffer says where the stream ends.
+struct Writer {
+    target: Target,
+    shown: String,
+    /// The data's announced length.
+    size: Option<u64>,
+    tree: TreeHasher,
+    /// Units already in the journal.
+    recorded: usize,
+    /// Where the data start in the file, and data bytes written since.
+    from: u64,
+    data: u64,
+    /// The offset's bytes so far, while it is still expected.
+    header: Option<Vec<u8>>,
+    /// The stream's last bytes seen: the digest, if no more data follow.
+    carry: Vec<u8>,
+}
+
+fn mismatch(shown: &str, what: &str) -> AppError {
+    AppError::new(Kind::Failed, format!("{shown}: {what}"), "size mismatch")
+}
+
+impl Writer {
+    /// The transfer starts at `from` (0: from scratch).
+    fn start(&mut self, from: u64) -> Result<(), AppError> {
+        if let Target::File(p) = &mut self.target {
+            if from == 0 {
+                p.start()?;
+            } else {
+                let cvs = p.resume(from)?;
+                self.recorded = cvs.len();
+                self.tree = TreeHasher::resume(cvs);
+            }
+        } else if from != 0 {
+            return Err(mismatch(&self.shown, "unexpected resume offset"));
+        }
+        self.from = from;
+        Ok(())
+    }
+
+    /// Data bytes, in order.
+    fn data_out(&mut self, bytes: &[u8]) -> Result<(), AppError> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let offset = self.data;
+        self.data += bytes.len() as u64;
+        if self.size.is_some_and(|s| self.from + self.data > s) {
+            return Err(mismatch(&self.shown, "peer sent more data than announced"));
+        }
+        self.tree.update(bytes);
+        match &mut self.target {
+            Target::File(p) => {
+                p.write(bytes).map_err(|e| AppError::io(&self.shown, &e))?;
+                let cvs = self.tree.cvs();
+                if cvs.len() > self.recorded {
+                    p.record(&cvs[self.recorded..]);
+                    self.recorded = cvs.len();
+                }
+            }
+            Target::Writer(w) => w
+                .write_all(bytes)
+                .map_err(|e| AppError::io(&self.shown, &e))?,
+            Target::Handler(h, t) => {
+                let r = match h.lock() {
+                    Ok(mut h) => h.data(t, offset, bytes),
+                    Err(_) => Err("handler panicked".to_string()),
+                };
+                if let Err(reason) = r {
+                    return Err(AppError::new(
+                        Kind::Failed,
+                        format!("{}: {reason}", self.shown),
+                        reason,
+                    ));
+                }
+            }
+            Target::Discard => {}
+        }
+        Ok(())
+    }
+
+    /// One buffer. `Ok(true)`: that was the last, and the digest is in
+    /// `carry`.
+    fn take(&mut self, buf: &[u8], last: bool, out: &dyn Fn(Output)) -> Result<bool, AppError> {
+        let mut rest = buf;
+        if let Some(h) = &mut self.header {
+            let n = (OFFSET_LEN - h.len()).min(rest.len());
+            h.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            if h.len() == OFFSET_LEN {
+                let mut b = [0u8; OFFSET_LEN];
+                b.copy_from_slice(h);
+                self.header = None;
+                let from = u64::from_be_bytes(b);
+                self.start(from)?;
+                out(Output::From(from));
+            } else if !last {
+                return Ok(false);
+            }
+        }
+        let n = self.carry.len() + rest.len();
+        if !last && n <= DIGEST_LEN {
+            self.carry.extend_from_slice(rest);
+            return Ok(false);
+        }
+        if n < DIGEST_LEN || self.header.is_some() {
+            return Err(mismatch(&self.shown, "transfer shorter than announced"));
+        }
+        // All but the stream's last 32 bytes are data.
+        let emit = n - DIGEST_LEN;
+        let from_carry = emit.min(self.carry.len());
+        let head: Vec<u8> = self.carry.drain(..from_carry).collect();
+        self.data_out(&head)?;
+        let k = emit - from_carry;
+        self.data_out(&rest[..k])?;
+        self.carry.extend_from_slice(&rest[k..]);
+        Ok(last)
+    }
+}
+
 fn write_loop(
-    size: u64,
-    mut target: Target,
+    size: Option<u64>,
+    target: Target,
     input: &Receiver<(Vec<u8>, bool)>,
     output: &mpsc::Sender<Output>,
     waker: &Waker,
 ) {
-    let expected = size + DIGEST_LEN as u64;
-    let mut hasher = blake3::Hasher::new();
-    let mut tail = [0u8; DIGEST_LEN];
-    let mut total = 0u64;
     let shown = match &target {
         Target::File(t) => t.final_path.display().to_string(),
         Target::Discard => "sink".into(),
+        Target::Writer(_) => "standard output".into(),
         Target::Handler(_, t) => t.name.clone(),
     };
     let send = |o: Output| {
         let _ = output.send(o);
         waker.wake();
     };
-    let fail = |target: Target, e: AppError| {
+    // `keep`: leave a partial file a resume can use.
+    let end = |target: Target, keep: bool| {
         target.end(false);
         if let Target::File(t) = target {
-            let _ = std::fs::remove_file(&t.temp_path);
+            t.abandon(keep);
         }
-        send(Output::Verdict(Err(e)));
     };
+    let resumable = matches!(&target, Target::File(p) if p.offer.is_some());
+    let mut w = Writer {
+        target,
+        shown,
+        size,
+        tree: TreeHasher::new(),
+        recorded: 0,
+        from: 0,
+        data: 0,
+        header: resumable.then(Vec::new),
+        carry: Vec::with_capacity(2 * DIGEST_LEN),
+    };
+    if !resumable {
+        if let Err(e) = w.start(0) {
+            end(w.target, false);
+            return send(Output::Verdict(Err(e)));
+        }
+    }
     while let Ok((buf, last)) = input.recv() {
-        let start = total;
-        total += buf.len() as u64;
-        if total > expected {
-            send(Output::Storage(buf));
-            return fail(
-                target,
-                AppError::new(
-                    Kind::Failed,
-                    format!("{shown}: peer sent more data than announced"),
-                    "size mismatch",
-                ),
-            );
-        }
-        let payload = size.saturating_sub(start).min(buf.len() as u64) as usize;
-        hasher.update(&buf[..payload]);
-        match &mut target {
-            Target::File(t) => {
-                if let Err(e) = t.file.write_all(&buf[..payload]) {
-                    send(Output::Storage(buf));
-                    return fail(target, AppError::io(&shown, &e));
-                }
-            }
-            Target::Handler(h, t) if payload > 0 => {
-                let r = match h.lock() {
-                    Ok(mut h) => h.data(t, start, &buf[..payload]),
-                    Err(_) => Err("handler panicked".to_string()),
-                };
-                if let Err(reason) = r {
-                    send(Output::Storage(buf));
-                    return fail(
-                        target,
-                        AppError::new(Kind::Failed, format!("{shown}: {reason}"), reason),
-                    );
-                }
-            }
-            _ => {}
-        }
-        for (k, b) in buf[payload..].iter().enumerate() {
-            let at = (start + (payload + k) as u64 - size) as usize;
-            if let Some(slot) = tail.get_mut(at) {
-                *slot = *b;
-            }
-        }
+        let r = w.take(&buf, last, &send);
         send(Output::Storage(buf));
-        if last {
-            if total != expected {
-                return fail(
-                    target,
-                    AppError::new(
-                        Kind::Failed,
-                        format!("{shown}: transfer shorter than announced"),
-                        "size mismatch",
-                    ),
-                );
+        let done = match r {
+            Ok(done) => done,
+            Err(e) => {
+                // Bad data or a local write error (a full disk): nothing
+                // here is worth resuming from.
+                end(w.target, false);
+                return send(Output::Verdict(Err(e)));
             }
-            let digest: [u8; DIGEST_LEN] = hasher.finalize().into();
-            if digest != tail {
-                return fail(
-                    target,
-                    AppError::new(
-                        Kind::Failed,
-                        format!("{shown}: digest mismatch, data corrupted"),
-                        "digest mismatch",
-                    ),
-                );
-            }
-            match target {
-                Target::File(t) => {
-                    let temp = t.temp_path.clone();
-                    if let Err(e) = t.commit() {
-                        let _ = std::fs::remove_file(&temp);
-                        send(Output::Verdict(Err(e)));
-                        return;
-                    }
-                }
-                other => other.end(true),
-            }
-            send(Output::Verdict(Ok(digest)));
-            return;
+        };
+        if !done {
+            continue;
         }
+        let shown = w.shown.clone();
+        if w.size.is_some_and(|s| w.from + w.data != s) {
+            end(w.target, false);
+            let e = mismatch(&shown, "transfer shorter than announced");
+            return send(Output::Verdict(Err(e)));
+        }
+        let digest = w.tree.finalize();
+        if digest[..] != w.carry[..] {
+            end(w.target, false);
+            let e = AppError::new(
+                Kind::Failed,
+                format!("{shown}: digest mismatch, data corrupted"),
+                "digest mismatch",
+            );
+            return send(Output::Verdict(Err(e)));
+        }
+        let committed = match w.target {
+            Target::File(t) => t.commit(),
+            Target::Writer(mut o) => o.flush().map_err(|e| AppError::io(&shown, &e)),
+            other => {
+                other.end(true);
+                Ok(())
+            }
+        };
+        let len = w.from + w.data;
+        return send(Output::Verdict(committed.map(|()| (digest, len))));
     }
-    // The connection ended before the last buffer.
-    target.end(false);
-    if let Target::File(t) = target {
-        let _ = std::fs::remove_file(&t.temp_path);
-    }
+    // The connection ended before the last buffer: keep what a resume can
+    // use.
+    end(w.target, true);
 }

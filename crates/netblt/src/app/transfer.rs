@@ -7,21 +7,31 @@ use std::sync::Arc;
 
 use netblt_proto::{Connection, ConnectionError, Event, Instant, TransferParams};
 
+use super::meta::Response;
+use super::partial::parse_digest;
 use super::sink::{Output, Sink, Target};
 use super::source::{Input, Source};
-use super::{meta, AppError, Kind, DIGEST_LEN};
+use super::{AppError, Kind, DIGEST_LEN};
 use crate::driver::meter::AppGauge;
 use crate::driver::{Application, Waker};
 
-/// Makes the writer's target once the size is known (READ mode).
-pub(crate) type MakeTarget = Box<dyn FnOnce(u64) -> Result<Target, AppError> + Send>;
+/// Makes the writer's target from the peer's RESPONSE (READ mode: the
+/// file's size, mtime and whether a resume was accepted).
+pub(crate) type MakeTarget = Box<dyn FnOnce(&Response) -> Result<Target, AppError> + Send>;
 
 /// What this end does with the data, before the connection opens.
 pub(crate) enum Plan {
-    /// Send `size` bytes read from `reader`.
-    Send { reader: Input, size: u64 },
-    /// Receive into `target`; `size` is known from the OPEN, or (`None`)
-    /// arrives in the RESPONSE (`get`), when `target` is made by `make`.
+    /// Send `size` bytes read from `reader` (`None`: a stream, to its end).
+    /// `resume`: the RESPONSE may offer a partial copy to continue (the
+    /// reader must then be an `Input::File`).
+    Send {
+        reader: Input,
+        size: Option<u64>,
+        resume: bool,
+    },
+    /// Receive into `target`; `size` is known from the OPEN (or `None`: a
+    /// stream), or arrives in the RESPONSE (`get`), when `target` is made by
+    /// `make`.
     Receive {
         size: Option<u64>,
         target: Option<Target>,
@@ -59,12 +69,16 @@ pub(crate) struct Transfer {
     pub(crate) moved: u64,
     /// What the loop's meter needs (why the sender waited).
     gauge: AppGauge,
+    /// A resumed transfer: bytes that were already at the receiver.
+    pub(crate) resumed_from: Option<u64>,
+    /// Something the user should know (a partial copy discarded).
+    pub(crate) note: Option<String>,
 }
 
 impl Transfer {
     pub(crate) fn new(name: impl Into<String>, plan: Plan, waker: Arc<Waker>) -> Transfer {
         let size = match &plan {
-            Plan::Send { size, .. } => Some(*size),
+            Plan::Send { size, .. } => *size,
             Plan::Receive { size, .. } => *size,
         };
         Transfer {
@@ -82,6 +96,8 @@ impl Transfer {
             finished: false,
             moved: 0,
             gauge: AppGauge::default(),
+            resumed_from: None,
+            note: None,
         }
     }
 
@@ -110,8 +126,24 @@ impl Transfer {
                 return;
             }
         };
+        let response = Response::decode(peer_client);
+        if let Some(n) = &response.note {
+            self.note = Some(n.clone());
+        }
         match plan {
-            Plan::Send { reader, size } => {
+            Plan::Send {
+                mut reader,
+                size,
+                resume,
+            } => {
+                if let (true, Input::File { offer, .. }) = (resume, &mut reader) {
+                    if let (Some(from), Some(p)) = (
+                        response.from,
+                        response.prefix.as_deref().and_then(parse_digest),
+                    ) {
+                        *offer = Some((from, p));
+                    }
+                }
                 let src = Source::spawn(
                     reader,
                     self.name.clone(),
@@ -122,21 +154,11 @@ impl Transfer {
                 self.data = Data::Sending(src);
             }
             Plan::Receive { size, target, make } => {
-                let size = match size.or_else(|| meta::decode_response_size(peer_client)) {
-                    Some(s) => s,
-                    None => {
-                        let e = AppError::new(
-                            Kind::Failed,
-                            "the peer's RESPONSE gives no size",
-                            "bad RESPONSE",
-                        );
-                        return self.fail(now, conn, e);
-                    }
-                };
-                self.size = Some(size);
+                let size = size.or(response.size);
+                self.size = size;
                 let target = match (target, make) {
                     (Some(t), _) => Ok(t),
-                    (None, Some(f)) => f(size),
+                    (None, Some(f)) => f(&response),
                     (None, None) => Ok(Target::Discard),
                 };
                 match target {
@@ -159,11 +181,13 @@ impl Transfer {
                 match o {
                     Output::Storage(v) => conn.recycle(v),
                     Output::Verdict(r) => verdict = Some(r),
+                    Output::From(f) => self.resumed_from = Some(f),
                 }
             }
             match verdict {
-                Some(Ok(d)) => {
+                Some(Ok((d, len))) => {
                     self.digest = Some(d);
+                    self.size = Some(len);
                     self.verified = true;
                     conn.confirm_last(now, Ok(()));
                 }
@@ -244,12 +268,17 @@ impl Transfer {
             if self.digest.is_none() {
                 self.digest = src.digest();
             }
+            if self.resumed_from.is_none() {
+                self.resumed_from = src.resumed_from();
+            }
         }
     }
 
-    /// Payload bytes moved, without the digest.
+    /// Payload bytes moved (those already there on a resume included),
+    /// without the digest.
     pub(crate) fn progress(&self) -> u64 {
-        self.size.map_or(self.moved, |s| self.moved.min(s))
+        let m = self.moved + self.resumed_from.unwrap_or(0);
+        self.size.map_or(m, |s| m.min(s))
     }
 
     /// After the connection closed: stop the threads (a writer without a
@@ -263,8 +292,9 @@ impl Transfer {
                 while let Some(o) = sink.poll() {
                     if let Output::Verdict(r) = o {
                         match r {
-                            Ok(d) => {
+                            Ok((d, len)) => {
                                 self.digest = Some(d);
+                                self.size = Some(len);
                                 self.verified = true;
                             }
                             Err(e) => {
@@ -277,6 +307,10 @@ impl Transfer {
             Data::Sending(mut src) => {
                 if self.digest.is_none() {
                     self.digest = src.digest();
+                }
+                if self.size.is_none() && src.done {
+                    // A stream: its length is known now.
+                    self.size = Some(src.bytes_read());
                 }
                 src.stop();
             }

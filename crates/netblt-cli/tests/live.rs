@@ -1,0 +1,150 @@
+//! Live reports: `--json-stream` objects per interval, and the progress bar
+//! only on a terminal.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn json_stream_gives_intervals_then_the_report() {
+    let r = Recv::start(&["--sink"]);
+    // 8 MB at most 64 Mb/s: a second or more, so several 0.2 s intervals
+    // (the adaptive controller's state is in each).
+    let (code, out, err) = run(
+        &[
+            "bench",
+            &r.addr,
+            "--size",
+            "8M",
+            "--rate",
+            "64M",
+            "--json-stream",
+            "-i",
+            "0.2",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let objs: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    let (end, intervals) = objs.split_last().unwrap();
+    assert_eq!(end["event"], "end");
+    assert_eq!(end["data"]["verified"], true);
+    assert_eq!(end["data"]["bytes"], 8_000_000);
+    assert!(intervals.len() >= 3, "{out}");
+    let mut last = 0.0;
+    for i in intervals {
+        assert_eq!(i["event"], "interval");
+        let d = &i["data"];
+        for k in [
+            "elapsed_s",
+            "bytes",
+            "interval_bps",
+            "total_bps",
+            "retransmitted",
+            "lost",
+            "srtt_ms",
+        ] {
+            assert!(d.get(k).is_some(), "{k} missing: {d}");
+        }
+        let t = d["elapsed_s"].as_f64().unwrap();
+        assert!(t > last, "intervals in order");
+        last = t;
+        assert!(d["rate"]["rate_bps"].as_f64().unwrap() > 0.0, "{d}");
+        assert!(d["rate"]["reason"].is_string(), "{d}");
+    }
+    assert!(err.is_empty(), "nothing on stderr: {err}");
+}
+
+#[test]
+fn json_stream_on_send_and_get() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let f = src.path().join("f");
+    write(&f, &data(3_000_000, 3));
+    let r = Recv::start(&["--dir", dir.path().to_str().unwrap(), "--serve"]);
+    let (code, out, err) = run(
+        &[
+            "send",
+            f.to_str().unwrap(),
+            &r.addr,
+            "--json-stream",
+            "-i",
+            "0.1",
+            "--rate",
+            "48M",
+            "--policy",
+            "fixed",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(last["event"], "end");
+    assert!(out.lines().count() >= 2, "{out}");
+    let o = src.path().join("back");
+    let (code, out, err) = run(
+        &[
+            "get",
+            &r.addr,
+            "f",
+            "-o",
+            o.to_str().unwrap(),
+            "--json-stream",
+            "-i",
+            "0.1",
+            "--rate",
+            "48M",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(last["data"]["direction"], "receive");
+    assert!(out.lines().count() >= 2, "{out}");
+}
+
+#[test]
+fn no_bar_when_stderr_is_not_a_terminal() {
+    let r = Recv::start(&["--sink"]);
+    let (code, out, err) = run(
+        &[
+            "bench", &r.addr, "--size", "2M", "--policy", "fixed", "--rate", "40M",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(err.is_empty(), "stderr not a terminal: no bar: {err:?}");
+}
+
+/// On a pseudo-terminal (`script`), the bar shows bytes, rate, ETA,
+/// retransmissions and the rate limit.
+#[test]
+fn bar_on_a_terminal() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no script(1)");
+        return;
+    }
+    let src = tempfile::tempdir().unwrap();
+    let f = src.path().join("f");
+    write(&f, &data(4_000_000, 5));
+    let r = Recv::start(&["--sink"]);
+    let cmd = format!("{} send {} {} --rate 40M", bin(), f.display(), r.addr);
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &cmd, "/dev/null"])
+        .env("COLUMNS", "160")
+        .env("LINES", "40")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for want in ["ETA", "rxm", "limit", "Mb/s"] {
+        assert!(text.contains(want), "{want} missing from the bar: {text:?}");
+    }
+}

@@ -1,0 +1,247 @@
+//! Resume (`--resume`): an interrupted transfer continues where the
+//! receiver's journal of verified 1 MiB units ends; a changed file is sent
+//! whole; the whole file is still verified end to end.
+
+mod common;
+
+use common::*;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+const MIB: usize = 1 << 20;
+
+/// Waits until no transfer holds the partial file of `name` (the receiver
+/// gave the dead connection up).
+fn wait_unlocked(dir: &Path, name: &str) {
+    let part = dir.join(format!(".{name}.netblt-part"));
+    let free = wait_for(Duration::from_secs(10), || {
+        let Ok(f) = std::fs::File::open(&part) else {
+            return true;
+        };
+        // SAFETY: flock on a descriptor we own; released when `f` closes.
+        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    });
+    assert!(free, "the receiver kept the partial file locked");
+}
+
+/// Starts `send FILE ADDR` at 160 Mb/s and SIGKILLs it once the receiver
+/// journaled `units` units.
+fn send_and_kill(file: &Path, addr: &str, dst: &Path, name: &str, units: usize) {
+    let mut s = spawn(
+        &[
+            "send",
+            file.to_str().unwrap(),
+            addr,
+            "--policy",
+            "fixed",
+            "--rate",
+            "160M",
+        ],
+        Stdio::null(),
+        Stdio::null(),
+        Stdio::null(),
+    );
+    assert!(
+        wait_for(T, || journal_units(dst, name) >= units),
+        "the receiver never journaled {units} units"
+    );
+    signal(&s, SIGKILL);
+    let _ = s.wait();
+    assert!(!dst.join(name).exists(), "no file under the final name");
+}
+
+fn send_json(args: &[&str]) -> serde_json::Value {
+    let (code, out, err) = run(args, T);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("{out}"))
+}
+
+/// The resumed share of the file: bytes sent / file size.
+fn sent_fraction(v: &serde_json::Value) -> f64 {
+    let size = v["bytes"].as_u64().unwrap() as f64;
+    let skipped = v["resumed_from"].as_u64().unwrap_or(0) as f64;
+    (size - skipped) / size
+}
+
+#[test]
+fn killed_sender_resumes_with_the_rest_only() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let f = src.path().join("big");
+    let content = data(32 * MIB, 11);
+    write(&f, &content);
+    let mtime = std::time::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--death-timer", "1"]);
+    // Interrupted at 60 % (20 of 32 units journaled).
+    send_and_kill(&f, &r.addr, dst.path(), "big", 20);
+    assert!(
+        dst.path().join(".big.netblt-part").exists(),
+        "a resumable partial file is left"
+    );
+    wait_unlocked(dst.path(), "big");
+    let v = send_json(&["send", f.to_str().unwrap(), &r.addr, "--resume", "--json"]);
+    let frac = sent_fraction(&v);
+    eprintln!(
+        "resumed after 60 %: sent {:.1} % of the file ({} of {} bytes were there)",
+        frac * 100.0,
+        v["resumed_from"],
+        v["bytes"]
+    );
+    assert!(frac <= 0.42, "sent {frac} of the file");
+    assert_eq!(v["verified"], true);
+    assert!(std::fs::read(dst.path().join("big")).unwrap() == content);
+    assert!(
+        temp_files(dst.path()).is_empty(),
+        "{:?}",
+        temp_files(dst.path())
+    );
+    // The sender's modification time and permission bits came along.
+    let m = std::fs::metadata(dst.path().join("big")).unwrap();
+    assert_eq!(m.modified().unwrap(), mtime);
+}
+
+#[test]
+fn a_changed_file_is_sent_whole() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let f = src.path().join("c");
+    write(&f, &data(8 * MIB, 12));
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--death-timer", "1"]);
+    send_and_kill(&f, &r.addr, dst.path(), "c", 3);
+    wait_unlocked(dst.path(), "c");
+    // New content, same size; the modification time changes too: the
+    // receiver's journal no longer matches and says so.
+    let new = data(8 * MIB, 13);
+    write(&f, &new);
+    let (code, out, err) = run(
+        &["send", f.to_str().unwrap(), &r.addr, "--resume", "--json"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(v.get("resumed_from").is_none(), "{v}");
+    assert!(err.contains("discarded"), "a message says why: {err}");
+    assert!(std::fs::read(dst.path().join("c")).unwrap() == new);
+}
+
+#[test]
+fn same_size_and_mtime_but_other_bytes_fail_the_prefix_check() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let f = src.path().join("p");
+    write(&f, &data(8 * MIB, 14));
+    let t = std::time::UNIX_EPOCH + Duration::from_secs(1_500_000_000);
+    let set = |p: &Path| {
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(t)
+            .unwrap()
+    };
+    set(&f);
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--death-timer", "1"]);
+    send_and_kill(&f, &r.addr, dst.path(), "p", 3);
+    wait_unlocked(dst.path(), "p");
+    // Change the first byte and put the old mtime back: only the prefix's
+    // hash can tell.
+    let mut new = std::fs::read(&f).unwrap();
+    new[0] ^= 0xff;
+    std::fs::write(&f, &new).unwrap();
+    set(&f);
+    let v = send_json(&["send", f.to_str().unwrap(), &r.addr, "--resume", "--json"]);
+    assert!(v.get("resumed_from").is_none(), "sent whole: {v}");
+    assert!(std::fs::read(dst.path().join("p")).unwrap() == new);
+}
+
+#[test]
+fn killed_receiver_resumes_with_a_new_receiver() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let f = src.path().join("k");
+    let content = data(16 * MIB, 15);
+    write(&f, &content);
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
+    let mut s = spawn(
+        &[
+            "send",
+            f.to_str().unwrap(),
+            &r.addr,
+            "--policy",
+            "fixed",
+            "--rate",
+            "160M",
+            "--death-timer",
+            "2",
+        ],
+        Stdio::null(),
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    assert!(wait_for(T, || journal_units(dst.path(), "k") >= 8));
+    drop(r); // SIGKILL
+    let code = wait(&mut s, T);
+    assert!(matches!(code, Some(1) | Some(4)), "{code:?}");
+    assert!(!dst.path().join("k").exists());
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
+    let v = send_json(&["send", f.to_str().unwrap(), &r.addr, "--resume", "--json"]);
+    assert!(v["resumed_from"].as_u64().unwrap() >= 8 * MIB as u64, "{v}");
+    assert!(std::fs::read(dst.path().join("k")).unwrap() == content);
+}
+
+#[test]
+fn get_resumes_too() {
+    let srv = tempfile::tempdir().unwrap();
+    let here = tempfile::tempdir().unwrap();
+    let content = data(16 * MIB, 16);
+    write(&srv.path().join("g"), &content);
+    let r = Recv::start(&[
+        "--dir",
+        srv.path().to_str().unwrap(),
+        "--serve",
+        "--death-timer",
+        "1",
+    ]);
+    let out = here.path().join("g");
+    let mut g = spawn(
+        &[
+            "get",
+            &r.addr,
+            "g",
+            "-o",
+            out.to_str().unwrap(),
+            "--rate",
+            "160M",
+        ],
+        Stdio::null(),
+        Stdio::null(),
+        Stdio::null(),
+    );
+    assert!(wait_for(T, || journal_units(here.path(), "g") >= 10));
+    signal(&g, SIGKILL);
+    let _ = g.wait();
+    assert!(!out.exists());
+    let v = send_json(&[
+        "get",
+        &r.addr,
+        "g",
+        "-o",
+        out.to_str().unwrap(),
+        "--resume",
+        "--json",
+    ]);
+    assert!(
+        v["resumed_from"].as_u64().unwrap() >= 10 * MIB as u64,
+        "{v}"
+    );
+    assert!(std::fs::read(&out).unwrap() == content);
+    assert!(temp_files(here.path()).is_empty());
+}

@@ -1,0 +1,425 @@
+//! A file being received: `.<name>.netblt-part` beside its final place,
+//! with a journal `.<name>.netblt-journal` of the 1 MiB units written so far
+//! (their BLAKE3 chaining values, [`super::tree`]), renamed into place only
+//! once verified.
+//!
+//! The journal is what makes a transfer resumable (`--resume`): its first
+//! line names the sender's file (size and modification time), then one line
+//! per whole unit written, in order. A resume re-reads the partial file's
+//! units and checks them against the journal before trusting them (a crash
+//! may have lost data the journal mentions), and the end-to-end digest still
+//! covers the whole file. Both files have fixed names, so a later transfer
+//! of the same name finds them; an advisory lock (`flock`) keeps two
+//! transfers of one name apart.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use blake3::hazmat::ChainingValue;
+
+use super::tree::{unit_cv, UNIT};
+use super::{hex, AppError, Kind};
+
+/// What a journal says is already here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Journal {
+    /// The sender's file: size and modification time (ns since 1970).
+    pub(crate) size: u64,
+    pub(crate) mtime: i64,
+    /// Chaining values of the whole units written, in order (only those the
+    /// partial file is long enough to hold).
+    pub(crate) cvs: Vec<ChainingValue>,
+}
+
+impl Journal {
+    /// Units worth resuming from: all whole units, but never the whole file
+    /// (at least the last byte travels, so the transfer has a last buffer).
+    pub(crate) fn usable(&self) -> usize {
+        self.cvs
+            .len()
+            .min((self.size.saturating_sub(1) / UNIT) as usize)
+    }
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Header {
+    v: u32,
+    size: u64,
+    mtime: i64,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub(crate) struct PartFile {
+    pub(crate) final_path: PathBuf,
+    pub(crate) part_path: PathBuf,
+    journal_path: PathBuf,
+    file: File,
+    journal: Option<File>,
+    force: bool,
+    /// The sender's file (size, mtime), when both are known: then a
+    /// journal is kept.
+    pub(crate) ident: Option<(u64, i64)>,
+    /// Permission bits to give the file.
+    pub(crate) mode: Option<u32>,
+    /// A resume agreed with the sender: the offset and the units' CVs.
+    pub(crate) offer: Option<(u64, Vec<ChainingValue>)>,
+    /// Committed or abandoned (else dropping it abandons it).
+    settled: bool,
+}
+
+/// `.<base><suffix>` beside `final_path`, or a hashed name when that would
+/// not fit in a file name (255 bytes on Linux file systems).
+fn side_path(final_path: &Path, suffix: &str) -> PathBuf {
+    let dir = final_path.parent().unwrap_or(Path::new("."));
+    let base = final_path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let name = format!(".{base}{suffix}");
+    if name.len() <= 255 {
+        dir.join(name)
+    } else {
+        let h = blake3::hash(base.as_bytes());
+        dir.join(format!(".{}{suffix}", hex(&h.as_bytes()[..16])))
+    }
+}
+
+impl PartFile {
+    /// Opens (without truncating) and locks the partial file for
+    /// `final_path`. Refuses at once if the final file exists and `force` is
+    /// off, or if it exists and is not a regular file.
+    pub(crate) fn open(final_path: &Path, force: bool) -> Result<PartFile, AppError> {
+        let shown = final_path.display().to_string();
+        match std::fs::symlink_metadata(final_path) {
+            Ok(m) if !m.file_type().is_file() => {
+                return Err(AppError::new(
+                    Kind::Local,
+                    format!("{shown}: exists and is not a regular file"),
+                    "name not allowed",
+                ))
+            }
+            Ok(_) if !force => {
+                return Err(AppError::new(
+                    Kind::Local,
+                    format!("{shown}: file exists (use --force to overwrite)"),
+                    "file exists (use --force on the receiver)",
+                ))
+            }
+            // Found out now, not when renaming after the whole transfer.
+            Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
+                return Err(AppError::io(&shown, &e));
+            }
+            _ => {}
+        }
+        let part_path = side_path(final_path, ".netblt-part");
+        let journal_path = side_path(final_path, ".netblt-journal");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&part_path)
+            .map_err(|e| AppError::io(&shown, &e))?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Err(AppError::new(
+                Kind::Local,
+                format!("{shown}: another transfer of this name is in progress"),
+                "busy: another transfer of this name is in progress",
+            ));
+        }
+        Ok(PartFile {
+            final_path: final_path.to_path_buf(),
+            part_path,
+            journal_path,
+            file,
+            journal: None,
+            force,
+            ident: None,
+            mode: None,
+            offer: None,
+            settled: false,
+        })
+    }
+
+    /// The journal left by an earlier transfer, if readable.
+    pub(crate) fn journal(&self) -> Option<Journal> {
+        let f = File::open(&self.journal_path).ok()?;
+        let mut lines = BufReader::new(f).lines();
+        let h: Header = serde_json::from_str(&lines.next()?.ok()?).ok()?;
+        if h.v != 1 {
+            return None;
+        }
+        let have = self.file.metadata().ok()?.len() / UNIT;
+        let mut cvs = Vec::new();
+        for line in lines {
+            // A line cut short by a crash ends the journal.
+            let Some(cv) = line.ok().as_deref().and_then(parse_cv) else {
+                break;
+            };
+            if cvs.len() as u64 >= have {
+                break;
+            }
+            cvs.push(cv);
+        }
+        Some(Journal {
+            size: h.size,
+            mtime: h.mtime,
+            cvs,
+        })
+    }
+
+    fn new_journal(&mut self, cvs: &[ChainingValue]) -> std::io::Result<()> {
+        self.journal = None;
+        let Some((size, mtime)) = self.ident else {
+            let _ = std::fs::remove_file(&self.journal_path);
+            return Ok(());
+        };
+        let mut j = File::create(&self.journal_path)?;
+        let h = serde_json::to_string(&Header { v: 1, size, mtime }).unwrap_or_default();
+        writeln!(j, "{h}")?;
+        self.journal = Some(j);
+        self.record(cvs);
+        Ok(())
+    }
+
+    /// Starts from nothing: empties the partial file, begins a journal.
+    pub(crate) fn start(&mut self) -> Result<(), AppError> {
+        let shown = self.final_path.display().to_string();
+        self.file
+            .set_len(0)
+            .and_then(|()| self.file.seek(SeekFrom::Start(0)).map(drop))
+            .and_then(|()| self.new_journal(&[]))
+            .map_err(|e| AppError::io(&shown, &e))
+    }
+
+    /// Continues at `from` (the sender agreed): re-reads the partial file's
+    /// first `from` bytes and checks them against the journal's units.
+    /// Returns those units' CVs.
+    pub(crate) fn resume(&mut self, from: u64) -> Result<Vec<ChainingValue>, AppError> {
+        let shown = self.final_path.display().to_string();
+        let want = self
+            .offer
+            .as_ref()
+            .filter(|(f, _)| *f == from)
+            .map(|(_, c)| c.clone())
+            .ok_or_else(|| {
+                AppError::new(
+                    Kind::Failed,
+                    format!("{shown}: the sender resumed at an offset never offered"),
+                    "bad resume offset",
+                )
+            })?;
+        let io = |e: std::io::Error| AppError::io(&shown, &e);
+        self.file.seek(SeekFrom::Start(0)).map_err(io)?;
+        let mut unit = vec![0u8; UNIT as usize];
+        for (i, cv) in want.iter().enumerate() {
+            let ok = self.file.read_exact(&mut unit).is_ok() && unit_cv(i as u64, &unit) == *cv;
+            if !ok {
+                self.discard_files();
+                return Err(AppError::new(
+                    Kind::Failed,
+                    format!(
+                        "{shown}: the partial copy changed on disk since it was journaled; discarded (send again)"
+                    ),
+                    "receiver's partial copy was damaged; send again",
+                ));
+            }
+        }
+        self.file.set_len(from).map_err(io)?;
+        self.file.seek(SeekFrom::Start(from)).map_err(io)?;
+        self.new_journal(&want).map_err(io)?;
+        Ok(want)
+    }
+
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.file.write_all(bytes)
+    }
+
+    /// Appends units to the journal, after their data were written. A
+    /// journal that cannot be written is given up (the transfer goes on; it
+    /// just cannot resume).
+    pub(crate) fn record(&mut self, cvs: &[ChainingValue]) {
+        let Some(j) = &mut self.journal else {
+            return;
+        };
+        let mut text = String::with_capacity(cvs.len() * 65);
+        for cv in cvs {
+            text.push_str(&hex(cv));
+            text.push('\n');
+        }
+        if j.write_all(text.as_bytes()).is_err() {
+            self.journal = None;
+            let _ = std::fs::remove_file(&self.journal_path);
+        }
+    }
+
+    /// Verified: sets the sender's modification time and permission bits,
+    /// fsyncs, moves into place (never over an existing file without
+    /// `force`), fsyncs the directory, drops the journal.
+    pub(crate) fn commit(mut self) -> Result<(), AppError> {
+        self.settled = true;
+        let shown = self.final_path.display().to_string();
+        let io = |e: std::io::Error| AppError::io(&shown, &e);
+        if let Some(mode) = self.mode {
+            use std::os::unix::fs::PermissionsExt;
+            let p = std::fs::Permissions::from_mode(mode & 0o7777);
+            self.file.set_permissions(p).map_err(io)?;
+        }
+        if let Some((_, mtime)) = self.ident {
+            let t = std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_nanos(
+                u64::try_from(mtime).unwrap_or(0),
+            ));
+            if let Some(t) = t.filter(|_| mtime >= 0) {
+                let _ = self
+                    .file
+                    .set_times(std::fs::FileTimes::new().set_modified(t));
+            }
+        }
+        self.file.sync_all().map_err(io)?;
+        if self.force {
+            std::fs::rename(&self.part_path, &self.final_path).map_err(io)?;
+        } else {
+            rename_noreplace(&self.part_path, &self.final_path).map_err(io)?;
+        }
+        let _ = std::fs::remove_file(&self.journal_path);
+        if let Some(dir) = self.final_path.parent() {
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    }
+
+    fn discard_files(&mut self) {
+        self.journal = None;
+        let _ = std::fs::remove_file(&self.part_path);
+        let _ = std::fs::remove_file(&self.journal_path);
+    }
+
+    /// The transfer failed: keep what a resume can use (a journal with at
+    /// least one unit), remove the rest.
+    pub(crate) fn abandon(mut self, keep: bool) {
+        self.abandon_files(keep);
+    }
+
+    fn abandon_files(&mut self, keep: bool) {
+        self.settled = true;
+        let useful =
+            keep && self.journal.is_some() && self.journal().is_some_and(|j| j.usable() > 0);
+        if !useful {
+            self.discard_files();
+        }
+    }
+}
+
+impl Drop for PartFile {
+    fn drop(&mut self) {
+        // Never started (refused, or the connection never opened): leave
+        // only what a resume can use.
+        if !self.settled {
+            self.abandon_files(true);
+        }
+    }
+}
+
+fn parse_cv(s: &str) -> Option<ChainingValue> {
+    if s.len() != 64 {
+        return None;
+    }
+    let mut cv = [0u8; 32];
+    for (i, b) in cv.iter_mut().enumerate() {
+        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(cv)
+}
+
+/// Parses a hex digest (a RESPONSE's `prefix`).
+pub(crate) fn parse_digest(s: &str) -> Option<[u8; 32]> {
+    parse_cv(s)
+}
+
+fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let cstr =
+        |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
+    let (a, b) = (cstr(from)?, cstr(to)?);
+    // SAFETY: two valid NUL-terminated paths; AT_FDCWD-relative.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        // A file system without RENAME_NOREPLACE: link (fails if the target
+        // exists), then unlink.
+        Some(libc::EINVAL) | Some(libc::ENOSYS) => {
+            std::fs::hard_link(from, to)?;
+            std::fs::remove_file(from)
+        }
+        _ => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn journal_round_trip_and_resume_checks_the_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let fin = dir.path().join("f");
+        let data: Vec<u8> = (0..(3 * UNIT + 10) as u32)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let mut p = PartFile::open(&fin, false).unwrap();
+        // A second transfer of the same name is refused while this one runs.
+        assert!(PartFile::open(&fin, false).is_err());
+        p.ident = Some((data.len() as u64, 42));
+        p.start().unwrap();
+        let cvs: Vec<_> = (0..2u64)
+            .map(|i| unit_cv(i, &data[(i * UNIT) as usize..((i + 1) * UNIT) as usize]))
+            .collect();
+        p.write(&data[..(2 * UNIT + 5) as usize]).unwrap();
+        p.record(&cvs);
+        p.abandon(true);
+        let mut p = PartFile::open(&fin, false).unwrap();
+        let j = p.journal().unwrap();
+        assert_eq!((j.size, j.mtime, j.usable()), (data.len() as u64, 42, 2));
+        p.ident = Some((j.size, j.mtime));
+        p.offer = Some((2 * UNIT, j.cvs.clone()));
+        assert_eq!(p.resume(2 * UNIT).unwrap(), cvs);
+        p.write(&data[(2 * UNIT) as usize..]).unwrap();
+        p.commit().unwrap();
+        assert_eq!(std::fs::read(&fin).unwrap(), data);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // Damaged on disk: refused and discarded.
+        let fin2 = dir.path().join("g");
+        let mut p = PartFile::open(&fin2, false).unwrap();
+        p.ident = Some((data.len() as u64, 1));
+        p.start().unwrap();
+        p.write(&vec![0u8; UNIT as usize + 1]).unwrap();
+        p.record(&cvs[..1]);
+        p.offer = Some((UNIT, cvs[..1].to_vec()));
+        assert!(p.resume(UNIT).is_err());
+        assert!(!p.part_path.exists());
+    }
+
+    #[test]
+    fn long_names_get_short_side_files() {
+        let long = "x".repeat(250);
+        let p = side_path(Path::new(&format!("/d/{long}")), ".netblt-part");
+        assert!(p.file_name().unwrap().len() <= 255);
+    }
+}
