@@ -32,6 +32,7 @@ impl BulkSender for NetbltBulk {
             json: false,
             policy: "fixed".into(),
             min_rate: None,
+            security: crate::security_flags::SecurityFlags::plain(),
         };
         let report = crate::commands::bench::bench(peer, bytes, params, &common, true)
             .map_err(|e| e.to_string())?;

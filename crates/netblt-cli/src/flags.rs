@@ -75,6 +75,8 @@ pub struct CommonFlags {
     /// says (adaptive policies).
     #[arg(long, value_parser = parse_rate)]
     pub min_rate: Option<u64>,
+    #[command(flatten)]
+    pub security: crate::security_flags::SecurityFlags,
 }
 
 impl ParamFlags {
@@ -125,6 +127,7 @@ impl CommonFlags {
         o.death_timer = std::time::Duration::from_secs(u64::from(self.death_timer));
         o.raw_ip = self.raw_ip;
         o.stop = Some(crate::progress::stop_flag());
+        o.security = self.security.security();
         o
     }
 }

@@ -244,6 +244,7 @@ fn run(
         mode,
         transfer_size,
         client,
+        security: opts.security.clone(),
     };
     let never = AtomicBool::new(false);
     let stop = opts.stop.as_deref().unwrap_or(&never);
@@ -274,5 +275,6 @@ fn run(
         recv_syscalls: out.io.recv_syscalls,
         gso_fallbacks: out.io.gso_fallbacks,
     });
+    report.security = out.security;
     Ok(report)
 }

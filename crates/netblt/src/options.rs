@@ -78,6 +78,10 @@ pub struct SendOptions {
     pub progress: Option<ProgressFn>,
     /// Setting this flag aborts the transfer (a Ctrl-C handler's job).
     pub stop: Option<Arc<AtomicBool>>,
+    /// Encryption and authentication (issue 11). Default
+    /// [`Security::Insecure`](crate::Security::Insecure) in the library
+    /// (decision K14); the `netblt` tool encrypts by default.
+    pub security: crate::Security,
 }
 
 impl Default for SendOptions {
@@ -104,6 +108,7 @@ impl Default for SendOptions {
             overwrite: false,
             progress: None,
             stop: None,
+            security: crate::Security::Insecure,
         }
     }
 }
@@ -186,6 +191,9 @@ pub struct ReceiverOptions {
     pub stop: Option<Arc<AtomicBool>>,
     /// Called with each finished transfer's report.
     pub on_transfer: Option<ReportFn>,
+    /// Encryption and authentication (issue 11); see
+    /// [`SendOptions::security`].
+    pub security: crate::Security,
 }
 
 impl Default for ReceiverOptions {
@@ -198,6 +206,7 @@ impl Default for ReceiverOptions {
             max_transfers: None,
             stop: None,
             on_transfer: None,
+            security: crate::Security::Insecure,
         }
     }
 }

@@ -144,6 +144,10 @@ pub struct TransferReport {
     /// Socket counters (active end only; not serialized).
     #[serde(skip)]
     pub io: Option<IoCounters>,
+    /// Encrypted mode: suite, peer and refused-packet counters (active
+    /// end).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub security: Option<crate::SecurityReport>,
 }
 
 fn error_message<S: Serializer>(e: &Option<Error>, s: S) -> Result<S::Ok, S::Error> {
@@ -250,6 +254,7 @@ impl TransferReport {
             }),
             error,
             io: None,
+            security: None,
         }
     }
 }

@@ -119,6 +119,7 @@ pub fn run_demo_on(o: &DemoOptions, r: DemoReceiver) -> Result<DemoResult, netbl
         json: true,
         policy: "fair".into(),
         min_rate: None,
+        security: crate::security_flags::SecurityFlags::plain(),
     };
     let sent = crate::commands::bench::bench(target, o.size, o.params, &common, true);
     if sent.is_err() {
