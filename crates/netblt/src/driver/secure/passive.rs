@@ -89,6 +89,9 @@ pub struct FloodCounts {
     /// Most bytes sent to any unvalidated peer over bytes received from it,
     /// in thousandths (at most 3000).
     pub max_amplification_milli: u64,
+    /// Most peers holding handshake or session state at once (bounded by
+    /// the cookie threshold under a spoofed flood).
+    pub peak_peers: u64,
 }
 
 /// See the module docs.
@@ -429,6 +432,7 @@ impl PassiveSecurity {
                         held: Vec::new(),
                     },
                 );
+                self.flood.peak_peers = self.flood.peak_peers.max(self.peers.len() as u64);
                 Rx::Owned(plain_open(OPEN, lp, fp, &payload[..k]))
             }
             Ok(Progress::RetryWithCookie) => {
