@@ -24,10 +24,6 @@ pub struct SecurityFlags {
     /// (`netblt recv --code`).
     #[arg(long, conflicts_with = "insecure")]
     pub code: bool,
-    /// Encrypted mode: also check the end-to-end BLAKE3 digest (off by
-    /// default: every packet is already authenticated; decision K16).
-    #[arg(long, conflicts_with = "insecure")]
-    pub verify: bool,
 }
 
 impl SecurityFlags {
@@ -37,7 +33,6 @@ impl SecurityFlags {
         SecurityFlags {
             insecure: true,
             code: false,
-            verify: false,
         }
     }
 
@@ -47,7 +42,6 @@ impl SecurityFlags {
             return Security::Insecure;
         }
         let mut e = Encryption::default();
-        e.verify_digest = self.verify;
         if self.code {
             let code = OneTimeCode::generate(&mut OsRandom).to_string();
             eprintln!("netblt: one-time code: {code}");

@@ -59,10 +59,6 @@ pub struct Encryption {
     /// code accepts only code-mode senders and burns the code after one
     /// attempt.
     pub code: Option<String>,
-    /// Also check the end-to-end BLAKE3 digest (decision K16: off by
-    /// default in encrypted mode, where every packet is authenticated).
-    /// Only the sender's setting counts: the receiver follows the OPEN.
-    pub verify_digest: bool,
     /// Receiver: connection limits and the cookie threshold.
     pub limits: LimitConfig,
 }
@@ -73,7 +69,6 @@ impl Default for Encryption {
             key_dir: None,
             accept_any: false,
             code: None,
-            verify_digest: false,
             limits: LimitConfig::default(),
         }
     }
