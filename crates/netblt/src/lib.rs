@@ -75,7 +75,7 @@ pub use netblt_proto::{Policy, RateConfig};
 pub use options::{Progress, ProgressFn, ReceiverOptions, ReportFn, SendOptions};
 pub use receiver::{Receiver, ReceiverSummary};
 pub use report::{Direction, IoCounters, RateReport, TransferReport};
-pub use security::{key_dir, Encryption, Security, SecurityReport};
+pub use security::{Encryption, Security, SecurityReport};
 
 /// The sans-IO protocol engine (`netblt-proto`), re-exported: `Connection`,
 /// `Endpoint`, `Config`, `TransferParams`, events and statistics.

@@ -44,7 +44,7 @@ impl Security {
 }
 
 /// The settings of an encrypted transfer.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Encryption {
     /// The key directory (`id_netblt`, `authorized_keys`, `known_hosts`);
@@ -63,17 +63,6 @@ pub struct Encryption {
     pub limits: LimitConfig,
 }
 
-impl Default for Encryption {
-    fn default() -> Encryption {
-        Encryption {
-            key_dir: None,
-            accept_any: false,
-            code: None,
-            limits: LimitConfig::default(),
-        }
-    }
-}
-
 /// The loaded key material of one end.
 #[derive(Debug, Clone)]
 pub(crate) struct Keys {
@@ -84,14 +73,6 @@ pub(crate) struct Keys {
 
 fn file_error(e: FileError) -> AppError {
     AppError::new(Kind::Local, format!("key files: {e}"), "")
-}
-
-/// The key directory of `enc`.
-pub fn key_dir(key_dir: Option<&PathBuf>) -> Result<KeyDir, crate::Error> {
-    match key_dir {
-        Some(p) => Ok(KeyDir::at(p)),
-        None => KeyDir::from_env().map_err(|e| file_error(e).into()),
-    }
 }
 
 impl Keys {

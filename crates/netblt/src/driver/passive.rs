@@ -346,7 +346,7 @@ pub(crate) fn run_passive<S: Service>(
                 l.transfer.drive(now, &mut conn);
                 l.transfer.settle();
                 if let Some(sc) = sec.as_mut() {
-                    sc.forget(l.peer);
+                    sc.forget(l.peer, conn.remote_port());
                 }
                 keep_going &= service.finished(
                     l.transfer,

@@ -209,15 +209,14 @@ impl PassiveSecurity {
         }
     }
 
-    /// The connection with this peer ended: forget it.
-    pub(crate) fn forget(&mut self, addr: SocketAddr) {
-        let keys: Vec<PeerKey> = self.peers.keys().filter(|k| k.0 == addr).copied().collect();
-        for k in keys {
-            self.release(k);
-            if let Some(p) = self.peers.remove(&k) {
-                if let State::Established(pr) = &p.state {
-                    self.retired.add_protection(pr.stats());
-                }
+    /// The connection with this peer (address, NETBLT port) ended: forget
+    /// it.
+    pub(crate) fn forget(&mut self, addr: SocketAddr, port: u16) {
+        let k = (addr, port);
+        self.release(k);
+        if let Some(p) = self.peers.remove(&k) {
+            if let State::Established(pr) = &p.state {
+                self.retired.add_protection(pr.stats());
             }
         }
     }
@@ -618,9 +617,7 @@ impl PassiveSecurity {
             }
             State::Refused => {
                 // The engine's REFUSED/QUIT/ABORT go plain; nothing else.
-                if plain_reason(&buf[..n]).is_none() {
-                    return None;
-                }
+                plain_reason(&buf[..n])?;
                 n
             }
         };
