@@ -420,3 +420,22 @@ fn one_time_codes_between_fresh_key_directories() {
     let e = h.join().unwrap().unwrap_err();
     assert!(e.to_string().contains("code"), "{e}");
 }
+
+#[test]
+fn an_encrypted_get_first_contact_then_pinned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rh, sh) = (tmp.path().join("r"), tmp.path().join("s"));
+    let served = tempfile::tempdir().unwrap();
+    let bytes = data(300_000, 11);
+    std::fs::write(served.path().join("g.bin"), &bytes).unwrap();
+    let (addr, stop, h) = serve(served.path(), encrypted(&rh, true), |o| o.serve = true);
+    for (i, pattern) in ["XX", "IK"].into_iter().enumerate() {
+        let dest = tmp.path().join(format!("copy{i}.bin"));
+        let r = netblt::get(addr, "g.bin", &dest, &send_options(encrypted(&sh, false))).unwrap();
+        assert!(r.verified);
+        assert_eq!(r.security.unwrap().pattern, pattern);
+        assert_eq!(std::fs::read(&dest).unwrap(), bytes);
+    }
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+}
