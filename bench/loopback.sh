@@ -5,11 +5,13 @@
 #
 # 1. kernel TCP: iperf3 on 127.0.0.1, REPS runs of SECS seconds;
 # 2. netblt memory to memory: `netblt bench` against `netblt recv --sink`,
-#    REPS runs of SIZE bytes (data hashed with BLAKE3 at both ends);
+#    REPS runs of SIZE bytes (data hashed with BLAKE3 at both ends), each
+#    encrypted (the default) and --insecure, alternating;
 # 3. netblt file to file: a FILE_SIZE file on /dev/shm sent to a receiver
 #    writing to /dev/shm (read, hash, send, receive, hash, write, fsync,
 #    rename);
-# then the medians, the ratio netblt/TCP (target >= 0.35), the CPU seconds
+# then the medians, the ratios encrypted/TCP (target >= 0.7, issue 11) and
+# --insecure/TCP, the CPU seconds
 # per GB of each (user + system of both ends, from GNU time), and a JSON
 # summary on the last line.
 #
@@ -73,30 +75,44 @@ for i in $(seq "$REPS"); do
     tcp_bps+=("$bps"); tcp_cpu+=("$cpu")
 done
 
-echo "== netblt bench -> recv --sink ($REPS x $SIZE)" >&2
-nb_bps=(); nb_cpu=(); nb_rxm=()
+# Encrypted (the default: Noise handshake, AES-256-GCM on every packet)
+# and --insecure (plain RFC 998) runs alternate, so both see the same load.
+# Throw-away key directories: the receiver accepts any key.
+export NETBLT_HOME="$tmp/keys"
+recv_flags() { if [ "$1" = insecure ]; then echo --insecure; else echo --accept-any; fi; }
+send_flags() { if [ "$1" = insecure ]; then echo --insecure; fi; }
+declare -A m_bps m_cpu m_rxm
 for i in $(seq "$REPS"); do
-    T "$tmp/recv.time" "$NETBLT" recv --listen "127.0.0.1:$PORT" --sink --once --json >"$tmp/recv.json" 2>/dev/null &
+  for mode in encrypted insecure; do
+    echo "== netblt bench -> recv --sink, $mode, run $i ($SIZE)" >&2
+    # shellcheck disable=SC2046
+    T "$tmp/recv.time" "$NETBLT" recv --listen "127.0.0.1:$PORT" --sink --once --json $(recv_flags $mode) >"$tmp/recv.json" 2>/dev/null &
     rcv=$!
     sleep 0.5
-    # shellcheck disable=SC2086
-    T "$tmp/bench.time" "$NETBLT" bench "127.0.0.1:$PORT" --size "$SIZE" --json $EXTRA >"$tmp/bench.json"
+    # shellcheck disable=SC2086,SC2046
+    T "$tmp/bench.time" "$NETBLT" bench "127.0.0.1:$PORT" --size "$SIZE" --json $EXTRA $(send_flags $mode) >"$tmp/bench.json"
     wait "$rcv" || true
     bps=$(jq '.real_throughput_bps' "$tmp/bench.json")
     bytes=$(jq '.bytes' "$tmp/bench.json")
     rxm=$(jq '.retransmitted' "$tmp/bench.json")
     cpu=$(awk -v a="$(cpu_of "$tmp/recv.time")" -v b="$(cpu_of "$tmp/bench.time")" -v n="$bytes" \
         'BEGIN {printf "%.3f", (a + b) / (n / 1e9)}')
-    printf "  run %d: %s Gb/s (steady %s), %s resent, %s CPU s/GB\n" "$i" \
-        "$(gbps "$bps")" "$(gbps "$(jq '.steady_throughput_bps' "$tmp/bench.json")")" "$rxm" "$cpu" >&2
-    nb_bps+=("$bps"); nb_cpu+=("$cpu"); nb_rxm+=("$rxm")
+    printf "  %s Gb/s (steady %s), %s resent, %s CPU s/GB, suite %s\n" \
+        "$(gbps "$bps")" "$(gbps "$(jq '.steady_throughput_bps' "$tmp/bench.json")")" "$rxm" "$cpu" \
+        "$(jq -r '.security.suite // "none"' "$tmp/bench.json")" >&2
+    m_bps[$mode]+="$bps "; m_cpu[$mode]+="$cpu "; m_rxm[$mode]+="$rxm "
+  done
 done
+# shellcheck disable=SC2206
+nb_bps=(${m_bps[encrypted]}); nb_cpu=(${m_cpu[encrypted]}); nb_rxm=(${m_rxm[encrypted]})
+# shellcheck disable=SC2206
+in_bps=(${m_bps[insecure]}); in_cpu=(${m_cpu[insecure]})
 
 echo "== netblt file to file ($FILE_SIZE on /dev/shm)" >&2
 mkdir -p "$shm/src" "$shm/dst"
 # GNU head: 1G is 1 GiB, 1GB is 10^9 bytes.
 head -c "$FILE_SIZE" /dev/urandom >"$shm/src/file.bin"
-T "$tmp/frecv.time" "$NETBLT" recv --listen "127.0.0.1:$PORT" --dir "$shm/dst" --once --json >"$tmp/frecv.json" 2>/dev/null &
+T "$tmp/frecv.time" "$NETBLT" recv --listen "127.0.0.1:$PORT" --dir "$shm/dst" --once --json --accept-any >"$tmp/frecv.json" 2>/dev/null &
 rcv=$!
 sleep 0.5
 # shellcheck disable=SC2086
@@ -113,14 +129,18 @@ tcp_med=$(printf "%s\n" "${tcp_bps[@]}" | median)
 nb_med=$(printf "%s\n" "${nb_bps[@]}" | median)
 tcp_cpu_med=$(printf "%s\n" "${tcp_cpu[@]}" | median)
 nb_cpu_med=$(printf "%s\n" "${nb_cpu[@]}" | median)
+in_med=$(printf "%s\n" "${in_bps[@]}" | median)
+in_cpu_med=$(printf "%s\n" "${in_cpu[@]}" | median)
 ratio=$(awk -v a="$nb_med" -v b="$tcp_med" 'BEGIN {printf "%.3f", a / b}')
+in_ratio=$(awk -v a="$in_med" -v b="$tcp_med" 'BEGIN {printf "%.3f", a / b}')
 
 echo
 printf "%-34s %12s %14s\n" "" "median Gb/s" "CPU s per GB"
 printf "%-34s %12s %14s\n" "kernel TCP (iperf3)" "$(gbps "$tcp_med")" "$tcp_cpu_med"
-printf "%-34s %12s %14s\n" "netblt bench (memory to memory)" "$(gbps "$nb_med")" "$nb_cpu_med"
-printf "%-34s %12s %14s\n" "netblt send (file to file, shm)" "$(gbps "$f_bps")" "$f_cpu"
-echo "ratio netblt/TCP: $ratio (target >= 0.35); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf "%-34s %12s %14s\n" "netblt bench, encrypted" "$(gbps "$nb_med")" "$nb_cpu_med"
+printf "%-34s %12s %14s\n" "netblt bench, --insecure" "$(gbps "$in_med")" "$in_cpu_med"
+printf "%-34s %12s %14s\n" "netblt send, encrypted (file, shm)" "$(gbps "$f_bps")" "$f_cpu"
+echo "ratio encrypted/TCP: $ratio (target >= 0.7); --insecure/TCP: $in_ratio; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 jq -cn \
     --argjson tcp "[$(IFS=,; echo "${tcp_bps[*]}")]" \
@@ -129,9 +149,12 @@ jq -cn \
     --argjson nbcpu "[$(IFS=,; echo "${nb_cpu[*]}")]" \
     --argjson rxm "[$(IFS=,; echo "${nb_rxm[*]}")]" \
     --argjson tcpmed "$tcp_med" --argjson nbmed "$nb_med" --argjson ratio "$ratio" \
+    --argjson inb "[$(IFS=,; echo "${in_bps[*]}")]" --argjson incpu "[$(IFS=,; echo "${in_cpu[*]}")]" \
+    --argjson inmed "$in_med" --argjson inratio "$in_ratio" \
     --argjson fbps "$f_bps" --argjson fcpu "$f_cpu" --argjson same "$same" \
     --arg size "$SIZE" --arg fsize "$FILE_SIZE" --arg extra "$EXTRA" \
     '{tcp_bps: $tcp, tcp_median_bps: $tcpmed, tcp_cpu_s_per_gb: $tcpcpu,
       netblt_bps: $nb, netblt_median_bps: $nbmed, netblt_cpu_s_per_gb: $nbcpu,
-      netblt_retransmitted: $rxm, ratio: $ratio, target: 0.35, bench_size: $size, bench_flags: $extra,
+      netblt_retransmitted: $rxm, ratio: $ratio, target: 0.7, encrypted: true,
+      insecure_bps: $inb, insecure_median_bps: $inmed, insecure_cpu_s_per_gb: $incpu, insecure_ratio: $inratio, bench_size: $size, bench_flags: $extra,
       file_to_file: {size: $fsize, bps: $fbps, cpu_s_per_gb: $fcpu, identical: $same}}'

@@ -34,6 +34,7 @@ impl BulkSender for NetbltBulk {
             min_rate: None,
             json_stream: false,
             interval: 1.0,
+            security: crate::security_flags::SecurityFlags::plain(),
         };
         let report = crate::commands::bench::bench(peer, bytes, params, &common, true)
             .map_err(|e| e.to_string())?;

@@ -85,6 +85,8 @@ pub struct CommonFlags {
     /// Seconds between --json-stream objects.
     #[arg(short = 'i', long, default_value_t = 1.0, value_parser = parse_interval)]
     pub interval: f64,
+    #[command(flatten)]
+    pub security: crate::security_flags::SecurityFlags,
 }
 
 fn parse_interval(s: &str) -> Result<f64, String> {
@@ -168,6 +170,7 @@ impl CommonFlags {
         o.death_timer = std::time::Duration::from_secs(u64::from(self.death_timer));
         o.raw_ip = self.raw_ip;
         o.stop = Some(crate::progress::stop_flag());
+        o.security = self.security.security();
         o
     }
 }

@@ -14,6 +14,7 @@ mod exit;
 mod flags;
 mod output;
 mod progress;
+mod security_flags;
 mod units;
 
 use clap::{Parser, Subcommand};
@@ -31,6 +32,10 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Create this host's key pair (encrypted transfers; done on first use too).
+    Keygen(commands::keygen::KeygenArgs),
+    /// Print this host's public key and fingerprint (for authorized_keys).
+    Id(commands::id::IdArgs),
     /// One memory-to-memory NETBLT transfer in the deterministic simulator.
     Sim(Box<commands::sim::SimArgs>),
     /// List the named network profiles (simulator and emulator).
@@ -99,6 +104,8 @@ fn main() {
     init_logging(cli.log.as_deref());
     bulk::register();
     let result: anyhow::Result<i32> = match cli.command {
+        Command::Keygen(a) => commands::keygen::run(a),
+        Command::Id(a) => commands::id::run(a),
         Command::Sim(a) => commands::sim::run(*a).map(|()| exit::OK),
         Command::Profiles(a) => commands::profiles::run(a).map(|()| exit::OK),
         Command::Recv(a) => commands::recv::run(a),

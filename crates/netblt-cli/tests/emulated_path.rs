@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_netblt");
 
 fn can_emulate() -> bool {
@@ -25,6 +27,7 @@ fn file_crosses_a_lossy_emulated_path_intact() {
         eprintln!("skipping: needs root and /dev/net/tun");
         return;
     }
+    common::test_keys();
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("payload.bin");
     let data: Vec<u8> = (0..3_000_000u32)
@@ -83,6 +86,7 @@ fn emulator_cleans_up_after_a_failing_command() {
         eprintln!("skipping: needs root and /dev/net/tun");
         return;
     }
+    common::test_keys();
     let name = format!("f{}", std::process::id() % 100_000);
     // Nothing listens on the right: the sender must fail with a clear error,
     // and the namespaces must still be removed.
@@ -113,6 +117,7 @@ fn packets_larger_than_the_path_mtu_get_a_clear_error() {
         eprintln!("skipping: needs root and /dev/net/tun");
         return;
     }
+    common::test_keys();
     let name = format!("m{}", std::process::id() % 100_000);
     let right = format!("exec {BIN} recv --sink --listen 0.0.0.0:9998 --once --death-timer 3");
     let out = Command::new(BIN)

@@ -102,8 +102,12 @@ fn permission_denied_at_the_receiver() {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
+    // nobody cannot read the tests' key directory: it gets one of its own
+    // and accepts any sender (encryption stays on).
+    let keys = tempfile::tempdir().unwrap();
+    let k = keys.path().display();
     let script = format!(
-        "exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$BIN\" recv --listen \"$ADDR\" --dir {d} --once"
+        "chown 65534 {k} && NETBLT_HOME={k} exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$BIN\" recv --listen \"$ADDR\" --dir {d} --once --accept-any"
     );
     let ((code, err), text) = against(&script, &f);
     assert!(text.contains("listening"), "{text}");

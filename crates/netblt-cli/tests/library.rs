@@ -15,6 +15,9 @@ fn library_sends_a_file_to_netblt_recv() {
     let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--once"]);
     let mut opts = netblt::SendOptions::new().with_rate(200_000_000);
     opts.params.buffer_size = 64 * 1024;
+    // The tool encrypts by default; the library asks for it (K14). Keys
+    // from the tests' NETBLT_HOME, which the receiver authorizes.
+    opts.security = netblt::Security::encrypted();
     let report = netblt::send_file(&file, r.addr.parse().unwrap(), &opts).unwrap();
     assert!(report.verified, "{report:?}");
     let (code, out, err) = r.finish(T);

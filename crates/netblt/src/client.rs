@@ -366,6 +366,7 @@ fn run(
         mode,
         transfer_size,
         client,
+        security: opts.security.clone(),
     };
     let never = AtomicBool::new(false);
     let stop = opts.stop.as_deref().unwrap_or(&never);
@@ -417,5 +418,6 @@ fn run(
         tracing::debug!(?inputs, "limit inputs");
         report.limit = diagnose(&inputs);
     }
+    report.security = out.security;
     Ok(report)
 }

@@ -61,6 +61,7 @@ mod handler;
 mod options;
 mod receiver;
 mod report;
+mod security;
 
 pub use app::params::{DEFAULT_RATE, MAX_UDP_PACKET_SIZE};
 pub use client::{
@@ -69,13 +70,17 @@ pub use client::{
 };
 pub use diagnosis::{Diagnosis, Limit};
 pub use driver::passive::JunkCounts;
+pub use driver::secure::passive::FloodCounts;
 pub use driver::socket::DEFAULT_PORT;
 pub use error::Error;
 pub use handler::{DataHandler, IncomingTransfer};
+/// The cryptographic core (`netblt-crypto`), re-exported: keys, key files, codes, limits.
+pub use netblt_crypto as crypto;
 pub use netblt_proto::{Policy, RateConfig};
 pub use options::{Progress, ProgressFn, ReceiverOptions, ReportFn, SendOptions};
 pub use receiver::{Receiver, ReceiverSummary};
 pub use report::{Direction, IoCounters, RateReport, TransferReport};
+pub use security::{Encryption, Security, SecurityReport};
 
 /// The sans-IO protocol engine (`netblt-proto`), re-exported: `Connection`,
 /// `Endpoint`, `Config`, `TransferParams`, events and statistics.

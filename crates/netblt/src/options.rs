@@ -101,6 +101,10 @@ pub struct SendOptions {
     pub progress: Option<ProgressFn>,
     /// Setting this flag aborts the transfer (a Ctrl-C handler's job).
     pub stop: Option<Arc<AtomicBool>>,
+    /// Encryption and authentication (issue 11). Default
+    /// [`Security::Insecure`](crate::Security::Insecure) in the library
+    /// (decision K14); the `netblt` tool encrypts by default.
+    pub security: crate::Security,
 }
 
 impl Default for SendOptions {
@@ -128,6 +132,7 @@ impl Default for SendOptions {
             resume: false,
             progress: None,
             stop: None,
+            security: crate::Security::Insecure,
         }
     }
 }
@@ -211,6 +216,9 @@ pub struct ReceiverOptions {
     pub stop: Option<Arc<AtomicBool>>,
     /// Called with each finished transfer's report.
     pub on_transfer: Option<ReportFn>,
+    /// Encryption and authentication (issue 11); see
+    /// [`SendOptions::security`].
+    pub security: crate::Security,
 }
 
 impl Default for ReceiverOptions {
@@ -223,6 +231,7 @@ impl Default for ReceiverOptions {
             max_transfers: None,
             stop: None,
             on_transfer: None,
+            security: crate::Security::Insecure,
         }
     }
 }

@@ -123,6 +123,7 @@ fn passive_options(listen: SocketAddr, o: &ReceiverOptions) -> PassiveOptions {
     PassiveOptions {
         listen,
         raw: o.raw_ip,
+        security: o.security.clone(),
         config: config(
             passive_limits(),
             death_secs(o.death_timer),

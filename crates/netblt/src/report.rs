@@ -156,6 +156,10 @@ pub struct TransferReport {
     /// Socket counters (active end only; not serialized).
     #[serde(skip)]
     pub io: Option<IoCounters>,
+    /// Encrypted mode: suite, peer and refused-packet counters (active
+    /// end).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub security: Option<crate::SecurityReport>,
 }
 
 fn error_message<S: Serializer>(e: &Option<Error>, s: S) -> Result<S::Ok, S::Error> {
@@ -265,6 +269,7 @@ impl TransferReport {
             note: t.note.clone(),
             error,
             io: None,
+            security: None,
         }
     }
 }

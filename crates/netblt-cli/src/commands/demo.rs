@@ -121,6 +121,7 @@ pub fn run_demo_on(o: &DemoOptions, r: DemoReceiver) -> Result<DemoResult, netbl
         min_rate: None,
         json_stream: false,
         interval: 1.0,
+        security: crate::security_flags::SecurityFlags::plain(),
     };
     let sent = crate::commands::bench::bench(target, o.size, o.params, &common, true);
     if sent.is_err() {

@@ -52,6 +52,8 @@ pub struct RecvArgs {
     /// Run over IP protocol 30 instead of UDP (root or CAP_NET_RAW).
     #[arg(long)]
     pub raw_ip: bool,
+    #[command(flatten)]
+    pub security: crate::security_flags::RecvSecurityFlags,
 }
 
 /// Prints one finished transfer: a line, or a JSON object with the junk
@@ -105,6 +107,11 @@ pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
     opts.serve = a.serve;
     opts.max_transfers = (a.once || a.stdout).then_some(1);
     opts.stop = Some(stop_flag());
+    opts.security = a.security.security()?;
+    if a.security.code.is_some() {
+        // A code is good for one transfer.
+        opts.max_transfers = Some(1);
+    }
     let json = a.json;
     let to_stderr = a.stdout;
     opts.on_transfer = Some(std::sync::Arc::new(

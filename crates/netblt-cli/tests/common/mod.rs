@@ -7,7 +7,30 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub fn bin() -> &'static str {
+    test_keys();
     env!("CARGO_BIN_EXE_netblt")
+}
+
+/// Encrypted mode is the default: every `netblt` these tests start shares
+/// one throw-away key directory (`NETBLT_HOME`, inherited) whose
+/// `authorized_keys` holds its own key, so senders are accepted without
+/// touching the user's `~/.config/netblt`.
+pub fn test_keys() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let dir = std::env::temp_dir().join(format!("netblt-test-keys-{}", std::process::id()));
+        let kd = netblt_crypto::KeyDir::at(&dir);
+        let (id, _) = kd
+            .load_or_create_identity(&mut netblt_crypto::OsRandom)
+            .expect("test key pair");
+        netblt_crypto::AuthorizedKeys::append(
+            &netblt_crypto::authorized::default_path(&kd),
+            &id.public(),
+            "tests",
+        )
+        .expect("authorized_keys");
+        std::env::set_var("NETBLT_HOME", &dir);
+    });
 }
 
 /// A UDP port free right now on 127.0.0.1.

@@ -12,6 +12,8 @@ use super::clock::Clock;
 use super::meter::{socket_drops, LoopTimes, Meter};
 use super::poll::{wait, Waker};
 use super::rx::RxBuffers;
+use super::secure::active::ActiveSecurity;
+use super::secure::Rx;
 use super::socket::{random_port, NetSocket};
 use super::tx::TxQueue;
 use super::Application;
@@ -33,6 +35,8 @@ pub(crate) struct ActiveOptions {
     pub(crate) transfer_size: Option<u64>,
     /// OPEN client string (application metadata).
     pub(crate) client: Vec<u8>,
+    /// Encrypted mode (issue 11): see `driver::secure`.
+    pub(crate) security: crate::security::Security,
 }
 
 /// What the loop leaves behind.
@@ -45,6 +49,8 @@ pub(crate) struct ActiveOutcome {
     pub(crate) times: LoopTimes,
     /// Datagrams the kernel dropped at the socket (receive buffer full).
     pub(crate) socket_drops: Option<u64>,
+    /// Encrypted mode's counters.
+    pub(crate) security: Option<crate::security::SecurityReport>,
 }
 
 /// Runs one transfer to its end. `progress` is called about ten times a
@@ -72,10 +78,29 @@ pub(crate) fn run_active<A: Application>(
     } else {
         peer
     };
+    // Encrypted mode: keys first (a key-file error is one line, no packet
+    // sent); the AEAD's 24 bytes come off the engine's datagram budget.
+    let mut config = opts.config.clone();
+    let mut sec = match &opts.security {
+        crate::security::Security::Encrypted(enc) => {
+            let keys = crate::security::Keys::load(enc)?;
+            config.max_datagram = config.max_datagram.saturating_sub(netblt_crypto::OVERHEAD);
+            Some(ActiveSecurity::new(&keys, peer)?)
+        }
+        crate::security::Security::Insecure => None,
+    };
+    // A code-mode sender starts first (it prints the code the receiver
+    // types), so "nothing listening" is not an error while it opens.
+    let patient = sec.as_ref().is_some_and(ActiveSecurity::code_mode);
+    let overhead = if sec.is_some() {
+        netblt_crypto::OVERHEAD
+    } else {
+        0
+    };
     let clock = Clock::new();
     let started = std::time::Instant::now();
     let mut conn = Connection::connect(
-        opts.config.clone(),
+        config,
         opts.mode,
         super::random_u32(),
         local_port,
@@ -86,7 +111,14 @@ pub(crate) fn run_active<A: Application>(
     )
     .map_err(|e| AppError::new(Kind::InvalidOptions, format!("invalid parameters: {e}"), ""))?;
     let s = sock.as_dyn();
-    let mut tx = TxQueue::new(s.max_gso_segments(), conn.max_datagram_size(), true);
+    // Sealing needs the whole datagram in one place: no gathered sends
+    // when encrypted (the copy into the train is where sealing happens).
+    let mut tx = TxQueue::new(
+        s.max_gso_segments(),
+        conn.max_datagram_size() + overhead,
+        sec.is_none(),
+    );
+    let mut sec_error: Option<AppError> = None;
     let mut rx = RxBuffers::new();
     let mut gate = TimerGate::default();
     let mut sized = false;
@@ -104,8 +136,13 @@ pub(crate) fn run_active<A: Application>(
                     // loop's start: the rate controller's round-trip
                     // samples are tens of microseconds on loopback.
                     let arrived = clock.now();
-                    for (_, d) in rx.datagrams() {
-                        conn.handle_datagram(arrived, d);
+                    for (_, d) in rx.datagrams_mut() {
+                        match sec.as_mut().map(|s| s.incoming(d)) {
+                            None => conn.handle_datagram(arrived, d),
+                            Some(Rx::Pass(k)) => conn.handle_datagram(arrived, &d[..k]),
+                            Some(Rx::Owned(v)) => conn.handle_datagram(arrived, &v),
+                            Some(Rx::Drop) => {}
+                        }
                     }
                     drained = n < RxBuffers::CAPACITY;
                     if drained {
@@ -113,13 +150,19 @@ pub(crate) fn run_active<A: Application>(
                     }
                 }
                 Err(e) => {
-                    net_error = Some(network_error(&e, peer, conn.state() == State::Opening));
+                    net_error = net_failure(&e, peer, conn.state() == State::Opening, patient);
                     break;
                 }
             }
         }
         if net_error.is_some() {
             break;
+        }
+        if let Some(s) = sec.as_mut() {
+            s.on_timer(std::time::Instant::now());
+            if let Some(e) = s.take_failure() {
+                sec_error.get_or_insert(e);
+            }
         }
         if conn.poll_timeout().is_some_and(|t| t <= now)
             && gate.open(drained, std::time::Instant::now())
@@ -140,7 +183,16 @@ pub(crate) fn run_active<A: Application>(
         }
         // Transmit: fill trains from the engine, flush, repeat while full.
         if !want_write {
-            tx.set_max_datagram(conn.max_datagram_size());
+            tx.set_max_datagram(conn.max_datagram_size() + overhead);
+            // Handshake datagrams (FINISH, a retry with a cookie) first.
+            while let Some(s) = sec.as_mut() {
+                let Some(b) = s.next_outgoing() else { break };
+                let Some(slot) = tx.slot().and_then(|t| t.get_mut(..b.len())) else {
+                    break;
+                };
+                slot.copy_from_slice(&b);
+                tx.commit(dest, Gathered::whole(b.len()));
+            }
             loop {
                 let mut full = true;
                 let gather = tx.gathers();
@@ -151,7 +203,14 @@ pub(crate) fn run_active<A: Application>(
                         conn.poll_transmit(now, slot).map(Gathered::whole)
                     };
                     match next {
-                        Some(g) => tx.commit(dest, g),
+                        Some(g) => match sec.as_mut() {
+                            None => tx.commit(dest, g),
+                            Some(sc) => {
+                                if let Some(m) = sc.outgoing(slot, g.len()) {
+                                    tx.commit(dest, Gathered::whole(m));
+                                }
+                            }
+                        },
                         None => {
                             full = false;
                             break;
@@ -166,7 +225,7 @@ pub(crate) fn run_active<A: Application>(
                         break;
                     }
                     Err(e) => {
-                        net_error = Some(network_error(&e, peer, conn.state() == State::Opening));
+                        net_error = net_failure(&e, peer, conn.state() == State::Opening, patient);
                         break;
                     }
                 }
@@ -174,8 +233,13 @@ pub(crate) fn run_active<A: Application>(
         } else {
             match tx.flush(s, &|p| conn.payload(p)) {
                 Ok(done) => want_write = !done,
-                Err(e) => net_error = Some(network_error(&e, peer, conn.state() == State::Opening)),
+                Err(e) => {
+                    net_error = net_failure(&e, peer, conn.state() == State::Opening, patient)
+                }
             }
+        }
+        if let Some(e) = sec_error.take() {
+            net_error = Some(e);
         }
         if net_error.is_some() || (conn.is_closed() && tx.is_empty()) {
             break;
@@ -186,10 +250,14 @@ pub(crate) fn run_active<A: Application>(
         }
         // Bounded: Ctrl-C sets a flag from another thread.
         let cap = Duration::from_millis(200);
-        let timeout = Some(
+        let mut timeout = Some(
             conn.poll_timeout()
                 .map_or(cap, |t| t.saturating_duration_since(clock.now()).min(cap)),
         );
+        if let Some(t) = sec.as_ref().and_then(ActiveSecurity::poll_timeout) {
+            let d = t.saturating_duration_since(std::time::Instant::now());
+            timeout = timeout.map(|x| x.min(d));
+        }
         if timeout.is_some_and(|t| t.is_zero()) && !want_write {
             continue;
         }
@@ -199,8 +267,10 @@ pub(crate) fn run_active<A: Application>(
         meter.woke(clock.now(), &conn);
         if ready.error && !ready.readable {
             if let Some(e) = sock.take_error() {
-                net_error = Some(network_error(&e, peer, conn.state() == State::Opening));
-                break;
+                net_error = net_failure(&e, peer, conn.state() == State::Opening, patient);
+                if net_error.is_some() {
+                    break;
+                }
             }
         }
     }
@@ -220,5 +290,20 @@ pub(crate) fn run_active<A: Application>(
         send_syscalls: tx.syscalls,
         times: meter.finish(),
         socket_drops: socket_drops(sock.raw_fd()),
+        security: sec.as_ref().map(ActiveSecurity::report),
     })
+}
+
+/// A socket error as the transfer's failure, or `None` for a refused port
+/// while a `patient` end opens (the OPEN timer keeps trying).
+fn net_failure(
+    e: &std::io::Error,
+    peer: SocketAddr,
+    opening: bool,
+    patient: bool,
+) -> Option<AppError> {
+    if patient && opening && e.raw_os_error() == Some(libc::ECONNREFUSED) {
+        return None;
+    }
+    Some(network_error(e, peer, opening))
 }

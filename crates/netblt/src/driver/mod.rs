@@ -40,6 +40,7 @@ pub(crate) mod meter;
 pub(crate) mod passive;
 pub(crate) mod poll;
 pub(crate) mod rx;
+pub(crate) mod secure;
 pub(crate) mod socket;
 pub(crate) mod tx;
 

@@ -13,6 +13,8 @@ use netblt_proto::{
 use super::clock::Clock;
 use super::poll::{wait, Waker};
 use super::rx::RxBuffers;
+use super::secure::passive::PassiveSecurity;
+use super::secure::{kind, ports, refused, Rx, IS_INSECURE, OPEN, PROTECTED};
 use super::socket::NetSocket;
 use super::tx::TxQueue;
 use super::Application;
@@ -32,6 +34,16 @@ pub struct JunkCounts {
     pub refused: u64,
     /// Duplicate OPENs with a connection unique ID in use, rejected.
     pub rejected_uid: u64,
+    /// Encrypted mode: packets that failed authentication (forged,
+    /// modified, truncated).
+    pub forged: u64,
+    /// Encrypted mode: replayed packets.
+    pub replayed: u64,
+    /// Encrypted mode: plain (Version 1) packets dropped.
+    pub plaintext: u64,
+    /// Encrypted mode: handshake-layer counters (cookies, limits,
+    /// amplification).
+    pub flood: crate::FloodCounts,
 }
 
 /// What the listener's owner decides.
@@ -67,6 +79,8 @@ pub(crate) struct PassiveOptions {
     pub(crate) listen: SocketAddr,
     pub(crate) raw: bool,
     pub(crate) config: Config,
+    /// Encrypted mode (issue 11): see `driver::secure`.
+    pub(crate) security: crate::security::Security,
 }
 
 struct Live<A> {
@@ -75,14 +89,23 @@ struct Live<A> {
     peer: SocketAddr,
 }
 
-fn junk(ep: &Endpoint) -> JunkCounts {
+fn junk(ep: &Endpoint, sec: Option<&PassiveSecurity>) -> JunkCounts {
     let s = ep.stats();
-    JunkCounts {
+    let mut j = JunkCounts {
         malformed: s.malformed,
         stray: s.stray,
         refused: s.refused,
         rejected_uid: s.rejected_uid,
+        ..JunkCounts::default()
+    };
+    if let Some(sec) = sec {
+        let r = sec.report();
+        j.forged = r.forged;
+        j.replayed = r.replayed;
+        j.plaintext = r.plaintext;
+        j.flood = sec.flood;
     }
+    j
 }
 
 /// Binds the listening socket (separately, so that callers can learn the
@@ -110,10 +133,21 @@ pub(crate) fn run_passive<S: Service>(
             .map_err(|e| socket_error(&e, "socket", false))?
             .port()
     };
-    let mut ep = Endpoint::new(opts.config.clone(), port);
+    // Encrypted mode: keys first; the AEAD's 24 bytes come off the
+    // engine's datagram budget; no gathered sends (sealing copies).
+    let mut config = opts.config.clone();
+    let mut sec = match &opts.security {
+        crate::security::Security::Encrypted(enc) => {
+            let keys = crate::security::Keys::load(enc)?;
+            config.max_datagram = config.max_datagram.saturating_sub(netblt_crypto::OVERHEAD);
+            Some(PassiveSecurity::new(keys, enc)?)
+        }
+        crate::security::Security::Insecure => None,
+    };
+    let mut ep = Endpoint::new(config, port);
     let clock = Clock::new();
     let s = sock.as_dyn();
-    let mut tx = TxQueue::new(s.max_gso_segments(), 65_507, true);
+    let mut tx = TxQueue::new(s.max_gso_segments(), 65_507, sec.is_none());
     let mut rx = RxBuffers::new();
     let mut live: HashMap<usize, Live<S::App>> = HashMap::new();
     let mut gate = TimerGate::default();
@@ -138,11 +172,31 @@ pub(crate) fn run_passive<S: Service>(
                     break;
                 }
             };
-            for (from, d) in rx.datagrams() {
+            for (from, d) in rx.datagrams_mut() {
+                let owned;
+                let d: &[u8] = match sec.as_mut() {
+                    None => {
+                        if insecure_refusal(&mut tx, from, d) {
+                            continue;
+                        }
+                        d
+                    }
+                    Some(sc) => match sc.incoming(std::time::Instant::now(), from, d) {
+                        Rx::Pass(k) => &d[..k],
+                        Rx::Owned(v) => {
+                            owned = v;
+                            &owned
+                        }
+                        Rx::Drop => continue,
+                    },
+                };
                 let Some(DatagramEvent::NewConnection(inc)) = ep.handle(now, from, d) else {
                     continue;
                 };
                 if stopping || !keep_going {
+                    if let Some(sc) = sec.as_mut() {
+                        sc.refused_by_engine(inc.remote);
+                    }
                     ep.refuse(&inc, "receiver shutting down");
                     continue;
                 }
@@ -164,9 +218,19 @@ pub(crate) fn run_passive<S: Service>(
                                 },
                             );
                         }
-                        Err(e) => ep.refuse(&inc, &format!("unacceptable parameters: {e}")),
+                        Err(e) => {
+                            if let Some(sc) = sec.as_mut() {
+                                sc.refused_by_engine(inc.remote);
+                            }
+                            ep.refuse(&inc, &format!("unacceptable parameters: {e}"))
+                        }
                     },
-                    Err(reason) => ep.refuse(&inc, &reason),
+                    Err(reason) => {
+                        if let Some(sc) = sec.as_mut() {
+                            sc.refused_by_engine(inc.remote);
+                        }
+                        ep.refuse(&inc, &reason)
+                    }
                 }
             }
             if drained {
@@ -176,6 +240,30 @@ pub(crate) fn run_passive<S: Service>(
         let now = clock.now();
         if gate.open(drained, std::time::Instant::now()) {
             ep.handle_timeout(now);
+        }
+        if let Some(sc) = sec.as_mut() {
+            sc.on_tick(std::time::Instant::now());
+            for (addr, reason) in sc.take_aborts() {
+                for (&i, l) in live.iter() {
+                    if l.peer == addr {
+                        if let Some(c) = ep.connection_mut(ConnectionHandle(i)) {
+                            if !c.is_closed() {
+                                c.abort(now, &reason);
+                            }
+                        }
+                    }
+                }
+            }
+            if sc.fatal().is_some() && !stopping {
+                stopping = true;
+                for h in ep.handles() {
+                    if let Some(c) = ep.connection_mut(h) {
+                        if !c.is_closed() {
+                            c.abort(now, "one-time code failed");
+                        }
+                    }
+                }
+            }
         }
         if stop.load(Ordering::Relaxed) && !stopping {
             stopping = true;
@@ -193,6 +281,17 @@ pub(crate) fn run_passive<S: Service>(
             }
         }
         if !want_write {
+            // Handshake replies (cookies, stored RESPONSEs, refusals) first.
+            while let Some(sc) = sec.as_mut() {
+                let Some((to, b)) = sc.next_outgoing() else {
+                    break;
+                };
+                let Some(slot) = tx.slot().and_then(|t| t.get_mut(..b.len())) else {
+                    break;
+                };
+                slot.copy_from_slice(&b);
+                tx.commit(to, Gathered::whole(b.len()));
+            }
             loop {
                 let mut full = true;
                 let gather = tx.gathers();
@@ -204,7 +303,14 @@ pub(crate) fn run_passive<S: Service>(
                             .map(|(to, n)| (to, Gathered::whole(n)))
                     };
                     match next {
-                        Some((to, g)) => tx.commit(to, g),
+                        Some((to, g)) => match sec.as_mut() {
+                            None => tx.commit(to, g),
+                            Some(sc) => {
+                                if let Some(m) = sc.outgoing(to, slot, g.len()) {
+                                    tx.commit(to, Gathered::whole(m));
+                                }
+                            }
+                        },
                         None => {
                             full = false;
                             break;
@@ -244,12 +350,23 @@ pub(crate) fn run_passive<S: Service>(
                 };
                 l.transfer.drive(now, &mut conn);
                 l.transfer.settle();
-                keep_going &=
-                    service.finished(l.transfer, &conn, l.peer, l.started.elapsed(), junk(&ep));
+                if let Some(sc) = sec.as_mut() {
+                    sc.forget(l.peer, conn.remote_port());
+                }
+                keep_going &= service.finished(
+                    l.transfer,
+                    &conn,
+                    l.peer,
+                    l.started.elapsed(),
+                    junk(&ep, sec.as_ref()),
+                );
             }
         }
         if (!keep_going || stopping) && live.is_empty() && tx.is_empty() {
-            return Ok(junk(&ep));
+            if let Some(e) = sec.as_ref().and_then(PassiveSecurity::fatal) {
+                return Err(e.clone());
+            }
+            return Ok(junk(&ep, sec.as_ref()));
         }
         let mut timeout = ep
             .poll_timeout()
@@ -268,4 +385,23 @@ pub(crate) fn run_passive<S: Service>(
         wait(sock.raw_fd(), want_write, &waker, timeout)
             .map_err(|e| AppError::new(Kind::Network, format!("waiting on the socket: {e}"), ""))?;
     }
+}
+
+/// An `--insecure` receiver answers an encrypted OPEN (Version 2) with a
+/// plain REFUSED saying so, instead of dropping it as an unknown version
+/// and leaving the sender to time out. Returns whether it was one.
+fn insecure_refusal(tx: &mut TxQueue, from: SocketAddr, d: &[u8]) -> bool {
+    if kind(d) != Some((PROTECTED, OPEN)) {
+        return false;
+    }
+    let (lp, fp) = ports(d);
+    let r = refused(fp, lp, IS_INSECURE);
+    // Never more than 3x what came in (the initiation is at least 94 bytes).
+    if r.len() <= 3 * d.len() {
+        if let Some(slot) = tx.slot().and_then(|t| t.get_mut(..r.len())) {
+            slot.copy_from_slice(&r);
+            tx.commit(from, Gathered::whole(r.len()));
+        }
+    }
+    true
 }

@@ -42,18 +42,20 @@ impl RxBuffers {
         }
     }
 
-    /// The datagrams of the last [`recv`](Self::recv), with their source.
-    pub(crate) fn datagrams(&self) -> impl Iterator<Item = (std::net::SocketAddr, &[u8])> + '_ {
-        self.meta[..self.filled]
-            .iter()
-            .enumerate()
-            .flat_map(move |(i, m)| {
-                let buf = self
-                    .storage
-                    .get(i * MAX_DATAGRAM_BUFFER..(i + 1) * MAX_DATAGRAM_BUFFER)
-                    .unwrap_or_default();
+    /// The datagrams of the last [`recv`](Self::recv), with their source,
+    /// writable (encrypted mode opens them in place).
+    pub(crate) fn datagrams_mut(
+        &mut self,
+    ) -> impl Iterator<Item = (std::net::SocketAddr, &mut [u8])> + '_ {
+        let meta = &self.meta[..self.filled];
+        self.storage
+            .chunks_exact_mut(MAX_DATAGRAM_BUFFER)
+            .zip(meta.iter())
+            .flat_map(|(buf, m)| {
+                let len = m.len.min(buf.len());
+                let stride = if m.stride == 0 { len.max(1) } else { m.stride };
                 let addr = m.addr;
-                m.segments(buf).map(move |d| (addr, d))
+                buf[..len].chunks_mut(stride).map(move |d| (addr, d))
             })
     }
 }

@@ -1,0 +1,355 @@
+//! The active end's side of encrypted mode: one handshake as initiator,
+//! then one [`PacketProtection`].
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use netblt_crypto::handshake::message::MAX_MESSAGE_LEN;
+use netblt_crypto::{
+    Handshake, HandshakeError, HostStatus, InitiatorConfig, KnownHosts, OsRandom, PacketProtection,
+    Pattern, PeerAuth, Progress, SuiteOffer,
+};
+
+use super::{
+    handshake_datagram, kind, open_body, plain_open, plain_reason, ports, quit, Rx, OPEN, PLAIN,
+    PROTECTED, RESPONSE,
+};
+use crate::error::{AppError, Kind};
+use crate::security::{Keys, SecurityReport};
+
+/// First FINISH retransmission; doubles, [`FINISH_TRIES`] at most (rule 2
+/// of docs/security.md: until a packet of the passive end opens).
+const FINISH_RTO: Duration = Duration::from_millis(200);
+const FINISH_TRIES: u32 = 8;
+
+pub(crate) fn pattern_name(p: Option<Pattern>) -> &'static str {
+    match p {
+        Some(Pattern::Ik) => "IK",
+        Some(Pattern::Xx) => "XX",
+        Some(Pattern::XxCode) => "XXpsk2",
+        _ => "",
+    }
+}
+
+/// See the module docs.
+pub(crate) struct ActiveSecurity {
+    peer: SocketAddr,
+    host_id: String,
+    known_hosts: Option<KnownHosts>,
+    first_contact: bool,
+    hs: Option<Handshake>,
+    prot: Option<PacketProtection>,
+    /// The OPEN body, for a retry after a cookie reply.
+    body: Vec<u8>,
+    local_port: u16,
+    remote_port: u16,
+    initiation: Option<Vec<u8>>,
+    finish: Option<Vec<u8>>,
+    finish_at: Option<Instant>,
+    finish_tries: u32,
+    /// A packet of the peer opened (or IK's RESPONSE was read): plain
+    /// refusals are forgeries from now on.
+    peer_proven: bool,
+    outbox: VecDeque<Vec<u8>>,
+    failure: Option<AppError>,
+    report: SecurityReport,
+}
+
+fn fail(msg: impl Into<String>) -> AppError {
+    AppError::new(Kind::Failed, msg, "")
+}
+
+impl ActiveSecurity {
+    pub(crate) fn new(keys: &Keys, peer: SocketAddr) -> Result<ActiveSecurity, AppError> {
+        let host_id = KnownHosts::host_id(&peer.ip().to_string(), peer.port());
+        let (auth, known_hosts, first_contact) = match &keys.code {
+            Some(c) => (PeerAuth::Code(c.clone()), None, false),
+            None => {
+                let kh = keys.known_hosts()?;
+                match kh.status(&host_id) {
+                    HostStatus::Pinned(k) => (PeerAuth::Pinned(k), Some(kh), false),
+                    HostStatus::Unknown => (PeerAuth::FirstContact, Some(kh), true),
+                }
+            }
+        };
+        let hs = Handshake::initiator(
+            InitiatorConfig {
+                identity: keys.identity.clone(),
+                peer: auth,
+                suites: SuiteOffer::local(),
+            },
+            &mut OsRandom,
+        )
+        .map_err(|e| fail(format!("handshake: {e}")))?;
+        let report = SecurityReport {
+            pattern: pattern_name(hs.pattern()).into(),
+            ..SecurityReport::default()
+        };
+        Ok(ActiveSecurity {
+            peer,
+            host_id,
+            known_hosts,
+            first_contact,
+            hs: Some(hs),
+            prot: None,
+            body: Vec::new(),
+            local_port: 0,
+            remote_port: 0,
+            initiation: None,
+            finish: None,
+            finish_at: None,
+            finish_tries: 0,
+            peer_proven: false,
+            outbox: VecDeque::new(),
+            failure: None,
+            report,
+        })
+    }
+
+    /// One-time-code mode.
+    pub(crate) fn code_mode(&self) -> bool {
+        self.report.pattern == "XXpsk2"
+    }
+
+    /// The counters so far.
+    pub(crate) fn report(&self) -> SecurityReport {
+        let mut r = self.report.clone();
+        if let Some(p) = &self.prot {
+            r.add_protection(p.stats());
+        }
+        r
+    }
+
+    /// The handshake failed or the peer refused: end the transfer with this.
+    pub(crate) fn take_failure(&mut self) -> Option<AppError> {
+        self.failure.take()
+    }
+
+    /// Handshake datagrams to send before the engine's.
+    pub(crate) fn next_outgoing(&mut self) -> Option<Vec<u8>> {
+        self.outbox.pop_front()
+    }
+
+    /// When [`on_timer`](Self::on_timer) wants to run.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.finish_at
+    }
+
+    /// Re-sends FINISH until the passive end proves it arrived.
+    pub(crate) fn on_timer(&mut self, now: Instant) {
+        let Some(at) = self.finish_at else { return };
+        if now < at {
+            return;
+        }
+        if self.peer_proven || self.finish_tries >= FINISH_TRIES {
+            self.finish_at = None;
+            return;
+        }
+        if let Some(f) = &self.finish {
+            self.outbox.push_back(f.clone());
+        }
+        self.finish_tries += 1;
+        self.finish_at = Some(now + FINISH_RTO * (1 << self.finish_tries.min(6)));
+    }
+
+    /// Turns the plain datagram the engine wrote into `buf[..n]` into what
+    /// goes on the wire; `None`: send nothing. `buf` has room for
+    /// [`overhead`](Self::overhead) more bytes.
+    pub(crate) fn outgoing(&mut self, buf: &mut [u8], n: usize) -> Option<usize> {
+        let (_, ty) = kind(&buf[..n])?;
+        if let Some(p) = &mut self.prot {
+            if ty == OPEN {
+                return None;
+            }
+            buf[2] = PROTECTED;
+            return p.seal_in_place(buf, n).ok();
+        }
+        if ty != OPEN {
+            // No keys yet: nothing but the OPEN may leave.
+            return None;
+        }
+        if self.initiation.is_none() {
+            self.body = open_body(&buf[..n]).to_vec();
+            (self.local_port, self.remote_port) = ports(buf);
+            self.write_initiation();
+        }
+        let init = self.initiation.as_ref()?;
+        let out = buf.get_mut(..init.len())?;
+        out.copy_from_slice(init);
+        Some(init.len())
+    }
+
+    fn write_initiation(&mut self) {
+        let Some(hs) = self.hs.as_mut() else { return };
+        let mut env = vec![0u8; MAX_MESSAGE_LEN];
+        match hs.write_message(&self.body, &mut env) {
+            Ok(k) => {
+                self.initiation = Some(handshake_datagram(
+                    OPEN,
+                    self.local_port,
+                    self.remote_port,
+                    &env[..k],
+                ))
+            }
+            Err(e) => self.failure = Some(fail(format!("handshake: {e}"))),
+        }
+    }
+
+    /// A datagram from the peer: open it, read the handshake, or drop it.
+    pub(crate) fn incoming(&mut self, d: &mut [u8]) -> Rx {
+        let Some((version, ty)) = kind(d) else {
+            self.report.dropped += 1;
+            return Rx::Drop;
+        };
+        match (version, ty) {
+            (PROTECTED, t) if t != OPEN && t != RESPONSE => {
+                let Some(p) = &mut self.prot else {
+                    self.report.dropped += 1;
+                    return Rx::Drop;
+                };
+                match p.open_in_place(d) {
+                    Ok(n) => {
+                        d[2] = PLAIN;
+                        self.peer_proven = true;
+                        self.finish_at = None;
+                        Rx::Pass(n)
+                    }
+                    // Counted in the protection's stats.
+                    Err(_) => Rx::Drop,
+                }
+            }
+            (PROTECTED, RESPONSE) if self.hs.is_some() => self.read_response(d),
+            (PLAIN, _) if !self.peer_proven => {
+                match plain_reason(d) {
+                    Some(reason) if self.failure.is_none() => {
+                        self.failure = Some(fail(if reason.contains("--insecure") {
+                            format!("{}: {reason}", self.peer)
+                        } else {
+                            format!("{} refused the connection: {reason}", self.peer)
+                        }));
+                    }
+                    _ => self.report.plaintext += 1,
+                }
+                Rx::Drop
+            }
+            (PLAIN, _) => {
+                self.report.plaintext += 1;
+                Rx::Drop
+            }
+            _ => {
+                self.report.dropped += 1;
+                Rx::Drop
+            }
+        }
+    }
+
+    fn read_response(&mut self, d: &[u8]) -> Rx {
+        let Some(hs) = self.hs.as_mut() else {
+            return Rx::Drop;
+        };
+        let mut payload = vec![0u8; MAX_MESSAGE_LEN];
+        match hs.read_message(&d[netblt_wire::HEADER_LEN..], &mut payload) {
+            Ok(Progress::Payload(k)) => {
+                if hs.is_my_turn() {
+                    let mut env = vec![0u8; MAX_MESSAGE_LEN];
+                    match hs.write_message(&[], &mut env) {
+                        Ok(m) => {
+                            let f = handshake_datagram(
+                                OPEN,
+                                self.local_port,
+                                self.remote_port,
+                                &env[..m],
+                            );
+                            self.outbox.push_back(f.clone());
+                            self.finish = Some(f);
+                            self.finish_at = Some(Instant::now() + FINISH_RTO);
+                        }
+                        Err(e) => {
+                            self.failure = Some(fail(format!("handshake: {e}")));
+                            return Rx::Drop;
+                        }
+                    }
+                } else {
+                    // IK: the RESPONSE itself proves the receiver's key.
+                    self.peer_proven = true;
+                }
+                let key = hs.peer_static();
+                let Some(hs) = self.hs.take() else {
+                    return Rx::Drop;
+                };
+                match hs.into_transport() {
+                    Ok(p) => {
+                        self.report.suite = p.suite().name().into();
+                        self.prot = Some(p);
+                    }
+                    Err(e) => {
+                        self.failure = Some(fail(format!("handshake: {e}")));
+                        return Rx::Drop;
+                    }
+                }
+                if let Some(key) = key {
+                    self.report.peer = Some(key.fingerprint());
+                    if self.first_contact {
+                        if let Some(kh) = &mut self.known_hosts {
+                            match kh.pin(&self.host_id, &key) {
+                                Ok(()) => tracing::info!(
+                                    host = %self.host_id,
+                                    key = %key.fingerprint(),
+                                    "first contact: pinned the receiver's key in known_hosts"
+                                ),
+                                Err(e) => tracing::warn!(error = %e, "could not pin the key"),
+                            }
+                        }
+                    }
+                }
+                let (lp, fp) = ports(d);
+                Rx::Owned(plain_open(RESPONSE, lp, fp, &payload[..k]))
+            }
+            Ok(Progress::RetryWithCookie) => {
+                self.initiation = None;
+                self.write_initiation();
+                if let Some(i) = &self.initiation {
+                    self.outbox.push_back(i.clone());
+                }
+                Rx::Drop
+            }
+            Err(HandshakeError::Unexpected | HandshakeError::Malformed(_)) => {
+                self.report.dropped += 1;
+                Rx::Drop
+            }
+            Err(HandshakeError::HostKeyChanged { claimed, .. }) => {
+                let msg = self
+                    .known_hosts
+                    .as_ref()
+                    .and_then(|kh| kh.check(&self.host_id, &claimed).err())
+                    .map_or_else(
+                        || format!("the key of {} has changed", self.host_id),
+                        |e| e.to_string(),
+                    );
+                self.hs = None;
+                self.failure = Some(fail(msg));
+                Rx::Drop
+            }
+            Err(HandshakeError::CodeMismatch) => {
+                self.hs = None;
+                // Tell the receiver, which burns its code (unauthenticated,
+                // so it can only end an attempt).
+                self.outbox.push_back(quit(
+                    self.local_port,
+                    self.remote_port,
+                    "the one-time code does not match",
+                ));
+                self.failure = Some(fail(
+                    "the one-time code does not match the receiver's (check the words and start again)",
+                ));
+                Rx::Drop
+            }
+            Err(e) => {
+                self.hs = None;
+                self.failure = Some(fail(format!("handshake with {} failed: {e}", self.peer)));
+                Rx::Drop
+            }
+        }
+    }
+}

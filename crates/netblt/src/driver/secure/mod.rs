@@ -1,0 +1,176 @@
+//! Encrypted mode in the driver (issue 11): the handshake and the packet
+//! protection of `netblt-crypto`, wrapped around the sans-IO engine.
+//!
+//! The engine keeps speaking plain RFC 998. On the way out, the active
+//! end's OPEN becomes a Noise initiation (the OPEN body is its payload), the
+//! passive end's RESPONSE the Noise response, and every other packet is
+//! sealed in place (24-byte trailer). On the way in, handshake messages are
+//! read and the plain OPEN/RESPONSE rebuilt for the engine; every other
+//! packet is opened in place, or dropped and counted. So a forged, replayed
+//! or modified packet never reaches the engine.
+//!
+//! # On the wire (decision K13, K15)
+//!
+//! * Every packet of an encrypted session carries **Version 2** in the
+//!   common header; RFC 998 peers (and `--insecure`) use Version 1 and drop
+//!   Version 2 as unknown, so the two modes never mix silently.
+//! * Version 2 with Type OPEN or RESPONSE is a handshake datagram: the
+//!   12-byte header (Length = the whole datagram, checksum over it, ports as
+//!   in the plain packet), then the envelope of docs/security.md. The XX
+//!   third message (FINISH) is Type OPEN.
+//! * Any other Version 2 packet is `header ‖ encrypted body ‖ counter ‖
+//!   tag`: the plain packet's header with Version 2 (its Length and checksum
+//!   those of the plain packet), authenticated as associated data.
+//! * Refusals before a session exists (unknown key, wrong mode, a peer in
+//!   the other mode) are plain Version 1 REFUSED packets, so an RFC 998 or
+//!   `--insecure` peer can print them. An end in encrypted mode believes a
+//!   plain refusal only until the peer has proved its keys.
+
+pub(crate) mod active;
+pub(crate) mod passive;
+
+use netblt_wire::{checksum, Packet, PacketType, Repr, HEADER_LEN};
+
+/// Version byte of protected packets (K13).
+pub(crate) const PROTECTED: u8 = 2;
+/// RFC 998 packets.
+pub(crate) const PLAIN: u8 = netblt_wire::VERSION;
+
+pub(crate) const OPEN: u8 = PacketType::Open as u8;
+pub(crate) const RESPONSE: u8 = PacketType::Response as u8;
+
+/// What to do with a received datagram.
+#[derive(Debug)]
+pub(crate) enum Rx {
+    /// Hand the first `n` bytes (opened in place) to the engine.
+    Pass(usize),
+    /// Hand this rebuilt plain packet (OPEN or RESPONSE) to the engine.
+    Owned(Vec<u8>),
+    /// Nothing for the engine.
+    Drop,
+}
+
+/// Version and Type of a datagram, if it has a header.
+pub(crate) fn kind(d: &[u8]) -> Option<(u8, u8)> {
+    (d.len() >= HEADER_LEN).then(|| (d[2], d[3]))
+}
+
+/// Local and Foreign Port of a datagram (at least a header long).
+pub(crate) fn ports(d: &[u8]) -> (u16, u16) {
+    let p = |i: usize| u16::from_be_bytes([d[i], d[i + 1]]);
+    (p(6), p(8))
+}
+
+fn length(d: &[u8]) -> usize {
+    usize::from(u16::from_be_bytes([d[4], d[5]]))
+}
+
+/// The body of a plain OPEN or RESPONSE the engine wrote: its bytes after
+/// the header, up to Length (a multiple of 4 for these types).
+pub(crate) fn open_body(d: &[u8]) -> &[u8] {
+    let len = length(d).min(d.len());
+    d.get(HEADER_LEN..len).unwrap_or(&[])
+}
+
+fn header(out: &mut [u8], version: u8, ty: u8, len: usize, local: u16, foreign: u16) {
+    out[2] = version;
+    out[3] = ty;
+    out[4..6].copy_from_slice(&(len.min(usize::from(u16::MAX)) as u16).to_be_bytes());
+    out[6..8].copy_from_slice(&local.to_be_bytes());
+    out[8..10].copy_from_slice(&foreign.to_be_bytes());
+    out[10..12].fill(0);
+    let sum = checksum(&out[2..len]);
+    out[0..2].copy_from_slice(&sum.to_be_bytes());
+}
+
+/// A handshake datagram: Version 2 header of Type `ty`, then `envelope`.
+pub(crate) fn handshake_datagram(ty: u8, local: u16, foreign: u16, envelope: &[u8]) -> Vec<u8> {
+    let len = HEADER_LEN + envelope.len();
+    let mut out = vec![0u8; len];
+    out[HEADER_LEN..].copy_from_slice(envelope);
+    header(&mut out, PROTECTED, ty, len, local, foreign);
+    out
+}
+
+/// The plain OPEN or RESPONSE (Version 1) with `body`, as the engine
+/// expects it (RFC 998 §8: "all packets are a multiple of 4 bytes").
+pub(crate) fn plain_open(ty: u8, local: u16, foreign: u16, body: &[u8]) -> Vec<u8> {
+    let len = HEADER_LEN + body.len();
+    let mut out = vec![0u8; netblt_wire::round_up4(len)];
+    out[HEADER_LEN..len].copy_from_slice(body);
+    header(&mut out, PLAIN, ty, len, local, foreign);
+    out
+}
+
+/// A plain REFUSED from `local` to `foreign` with `reason`.
+pub(crate) fn refused(local: u16, foreign: u16, reason: &str) -> Vec<u8> {
+    let reason: Vec<u8> = reason.bytes().filter(|&b| b != 0).take(200).collect();
+    let p = Packet {
+        local_port: local,
+        foreign_port: foreign,
+        repr: Repr::Refused { reason: &reason },
+    };
+    let mut out = vec![0u8; p.buffer_len()];
+    match p.emit(&mut out) {
+        Ok(n) => {
+            out.truncate(n);
+            out
+        }
+        Err(_) => Vec::new(),
+    }
+}
+
+/// A plain QUIT (the active end telling the passive end why it gives up
+/// during the handshake).
+pub(crate) fn quit(local: u16, foreign: u16, reason: &str) -> Vec<u8> {
+    let reason: Vec<u8> = reason.bytes().filter(|&b| b != 0).take(200).collect();
+    let p = Packet {
+        local_port: local,
+        foreign_port: foreign,
+        repr: Repr::Quit { reason: &reason },
+    };
+    let mut out = vec![0u8; p.buffer_len()];
+    match p.emit(&mut out) {
+        Ok(n) => {
+            out.truncate(n);
+            out
+        }
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The reason of a plain QUIT, ABORT or REFUSED.
+pub(crate) fn plain_reason(d: &[u8]) -> Option<String> {
+    match Packet::parse(d).ok()?.repr {
+        Repr::Quit { reason } | Repr::Abort { reason } | Repr::Refused { reason } => {
+            Some(String::from_utf8_lossy(reason).into_owned())
+        }
+        _ => None,
+    }
+}
+
+/// What a receiver in the other mode is told, in a plain REFUSED.
+pub(crate) const NEEDS_ENCRYPTION: &str =
+    "this receiver requires encryption: run the sender without --insecure";
+pub(crate) const IS_INSECURE: &str =
+    "this receiver runs --insecure (plain RFC 998): add --insecure on the sender, or drop it on the receiver";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rebuilt_open_parses_and_refusals_carry_their_reason() {
+        let body = [0u8; 36];
+        let p = plain_open(RESPONSE, 5, 6, &body);
+        assert!(Packet::parse(&p).is_ok(), "{:?}", Packet::parse(&p));
+        assert_eq!(ports(&p), (5, 6));
+        let r = refused(1, 2, "no");
+        assert_eq!(plain_reason(&r).as_deref(), Some("no"));
+        let q = quit(1, 2, "code");
+        assert_eq!(plain_reason(&q).as_deref(), Some("code"));
+        let h = handshake_datagram(OPEN, 1, 2, &[9; 30]);
+        assert_eq!(kind(&h), Some((PROTECTED, OPEN)));
+        assert_eq!(h.len(), 42);
+    }
+}

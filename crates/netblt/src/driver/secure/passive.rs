@@ -1,0 +1,646 @@
+//! The passive end's side of encrypted mode: a handshake per peer, then a
+//! [`PacketProtection`] per peer, and the denial-of-service rules of
+//! docs/security.md:
+//!
+//! 1. No state and no Diffie-Hellman before the envelope parsed and, under
+//!    load, before a valid cookie came back ([`CookieGenerator`]: from
+//!    `cookie_threshold` slots in use, an initiation without one gets a
+//!    42-byte cookie reply and nothing else).
+//! 2. A peer holds a slot of the [`ConnectionLimiter`] (per source and in
+//!    total) from its initiation to the end of its connection; refusals are
+//!    logged, one line per second at most.
+//! 3. Until its address is validated (a cookie, or a packet that opens
+//!    under the session keys), never send a peer more than 3x the bytes
+//!    received from it ([`AmplificationLimit`], RFC 9000 §8.1).
+//! 4. Half-open handshakes (no FINISH, no packet) are dropped after
+//!    [`HALF_OPEN_TIMEOUT`], and their connections aborted.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use netblt_crypto::handshake::message::MAX_MESSAGE_LEN;
+use netblt_crypto::handshake::{write_cookie_reply, write_key_mismatch};
+use netblt_crypto::{
+    AmplificationLimit, Authorization, ConnectionLimiter, CookieGenerator, Handshake,
+    HandshakeError, HandshakeMessage, Kind as MsgKind, OsRandom, PacketProtection, Pattern,
+    Progress, ResponderConfig, SuiteOffer,
+};
+
+use super::active::pattern_name;
+use super::{
+    handshake_datagram, kind, open_body, plain_open, plain_reason, ports, refused, Rx, OPEN, PLAIN,
+    PROTECTED, RESPONSE,
+};
+use crate::error::{AppError, Kind};
+use crate::security::{Encryption, Keys, SecurityReport};
+
+/// A handshake with no sign of life from the peer after this is dropped.
+pub(crate) const HALF_OPEN_TIMEOUT: Duration = Duration::from_secs(5);
+/// Between two log lines about refused connections.
+const LOG_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A peer: its address and NETBLT port (raw IP carries no UDP port).
+type PeerKey = (SocketAddr, u16);
+
+enum State {
+    /// Initiation read; the engine's RESPONSE (then, for XX, FINISH) due.
+    Pending(Box<Handshake>),
+    Established(Box<PacketProtection>),
+    /// Refused or failed: only plain refusals may still go.
+    Refused,
+}
+
+struct Peer {
+    state: State,
+    initiation: Vec<u8>,
+    response: Option<Vec<u8>>,
+    amp: AmplificationLimit,
+    since: Instant,
+    /// A packet opened: the peer has the keys, its address is validated.
+    proven: bool,
+    holds_slot: bool,
+    code_mode: bool,
+    /// The engine's packets written before FINISH arrived (XX: its first
+    /// GO), sealed and sent once it does, so that the transfer does not
+    /// wait for a control retransmission. At most [`HELD_MAX`].
+    held: Vec<Vec<u8>>,
+}
+
+/// Packets held per peer until FINISH.
+const HELD_MAX: usize = 8;
+
+/// DoS and flood counters of a receiver.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct FloodCounts {
+    /// Cookie replies sent (under load).
+    pub cookies_sent: u64,
+    /// Initiations with an invalid cookie.
+    pub bad_cookies: u64,
+    /// Initiations refused by the connection limits.
+    pub limited: u64,
+    /// Handshakes that failed (bad message, unauthorized key, wrong code).
+    pub handshakes_failed: u64,
+    /// Half-open handshakes dropped after their timeout.
+    pub half_open_expired: u64,
+    /// Datagrams not sent because of the 3x amplification limit.
+    pub amplification_blocked: u64,
+    /// Most bytes sent to any unvalidated peer over bytes received from it,
+    /// in thousandths (at most 3000).
+    pub max_amplification_milli: u64,
+    /// Most peers holding handshake or session state at once (bounded by
+    /// the cookie threshold under a spoofed flood).
+    pub peak_peers: u64,
+}
+
+/// See the module docs.
+pub(crate) struct PassiveSecurity {
+    keys: Keys,
+    authorization: Authorization,
+    code: Option<netblt_crypto::OneTimeCode>,
+    code_burnt: bool,
+    peers: HashMap<PeerKey, Peer>,
+    limiter: ConnectionLimiter,
+    cookies: CookieGenerator,
+    epoch: Instant,
+    outbox: VecDeque<(SocketAddr, Vec<u8>)>,
+    aborts: Vec<(SocketAddr, String)>,
+    fatal: Option<AppError>,
+    last_log: Option<Instant>,
+    pub(crate) flood: FloodCounts,
+    report: SecurityReport,
+    /// Stats of sessions already forgotten.
+    retired: SecurityReport,
+}
+
+fn secs(epoch: Instant, now: Instant) -> u64 {
+    // Cookie buckets need a clock that only moves forward; an offset keeps
+    // bucket 0 unused.
+    now.saturating_duration_since(epoch).as_secs() + 3600
+}
+
+impl PassiveSecurity {
+    pub(crate) fn new(keys: Keys, enc: &Encryption) -> Result<PassiveSecurity, AppError> {
+        let authorization = if enc.accept_any {
+            Authorization::AcceptAny
+        } else {
+            Authorization::Keys(keys.authorized()?)
+        };
+        let epoch = Instant::now();
+        let code = keys.code.clone();
+        Ok(PassiveSecurity {
+            keys,
+            authorization,
+            code,
+            code_burnt: false,
+            peers: HashMap::new(),
+            limiter: ConnectionLimiter::new(enc.limits),
+            cookies: CookieGenerator::new(secs(epoch, epoch), &mut OsRandom),
+            epoch,
+            outbox: VecDeque::new(),
+            aborts: Vec::new(),
+            fatal: None,
+            last_log: None,
+            flood: FloodCounts::default(),
+            report: SecurityReport::default(),
+            retired: SecurityReport::default(),
+        })
+    }
+
+    /// Replies of the handshake layer (cookie, stored RESPONSE, refusals),
+    /// already within the amplification limit.
+    pub(crate) fn next_outgoing(&mut self) -> Option<(SocketAddr, Vec<u8>)> {
+        self.outbox.pop_front()
+    }
+
+    /// Connections to abort (peer address, reason): a failed FINISH, an
+    /// expired half-open handshake.
+    pub(crate) fn take_aborts(&mut self) -> Vec<(SocketAddr, String)> {
+        std::mem::take(&mut self.aborts)
+    }
+
+    /// A code-mode failure: the receiver stops with this error.
+    pub(crate) fn fatal(&self) -> Option<&AppError> {
+        self.fatal.as_ref()
+    }
+
+    /// All counters: live sessions and those forgotten.
+    pub(crate) fn report(&self) -> SecurityReport {
+        let mut r = self.report.clone();
+        r.forged += self.retired.forged;
+        r.replayed += self.retired.replayed;
+        for p in self.peers.values() {
+            if let State::Established(pr) = &p.state {
+                r.add_protection(pr.stats());
+            }
+        }
+        r
+    }
+
+    fn log_refusal(&mut self, now: Instant, line: &str) {
+        if self
+            .last_log
+            .is_none_or(|t| now.duration_since(t) >= LOG_INTERVAL)
+        {
+            self.last_log = Some(now);
+            tracing::warn!("{line}");
+        }
+    }
+
+    /// Queues a reply to `to` if it fits the 3x rule (`budget` when the
+    /// peer has no state: 3x the datagram that caused it).
+    fn reply(&mut self, to: SocketAddr, bytes: Vec<u8>, budget: usize) {
+        if bytes.is_empty() {
+            return;
+        }
+        if bytes.len() > budget {
+            self.flood.amplification_blocked += 1;
+            return;
+        }
+        self.outbox.push_back((to, bytes));
+    }
+
+    fn release(&mut self, key: PeerKey) {
+        if let Some(p) = self.peers.get_mut(&key) {
+            if std::mem::take(&mut p.holds_slot) {
+                self.limiter.release(key.0.ip());
+            }
+        }
+    }
+
+    /// The connection with this peer (address, NETBLT port) ended: forget
+    /// it.
+    pub(crate) fn forget(&mut self, addr: SocketAddr, port: u16) {
+        let k = (addr, port);
+        self.release(k);
+        if let Some(p) = self.peers.remove(&k) {
+            if let State::Established(pr) = &p.state {
+                self.retired.add_protection(pr.stats());
+            }
+        }
+    }
+
+    /// Expires half-open handshakes and refused peers; rotates cookies.
+    pub(crate) fn on_tick(&mut self, now: Instant) {
+        self.cookies.rotate(secs(self.epoch, now), &mut OsRandom);
+        let expired: Vec<PeerKey> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| {
+                !p.proven
+                    && now.saturating_duration_since(p.since) >= HALF_OPEN_TIMEOUT
+                    && !matches!(p.state, State::Refused)
+                    || matches!(p.state, State::Refused)
+                        && now.saturating_duration_since(p.since) >= HALF_OPEN_TIMEOUT * 2
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        for k in expired {
+            let refused = self
+                .peers
+                .get(&k)
+                .is_some_and(|p| matches!(p.state, State::Refused));
+            if !refused {
+                self.flood.half_open_expired += 1;
+                if self.peers.get(&k).is_some_and(|p| p.code_mode) {
+                    self.burn_code("no sender completed the one-time-code handshake in time");
+                }
+                self.aborts
+                    .push((k.0, "handshake not completed in time".to_string()));
+            }
+            self.release(k);
+            self.peers.remove(&k);
+        }
+    }
+
+    fn burn_code(&mut self, why: &str) {
+        if self.code.is_some() && !self.code_burnt {
+            self.code_burnt = true;
+            self.fatal = Some(AppError::new(
+                Kind::Failed,
+                format!("one-time code: {why}; the code is burnt, start again with a new one"),
+                "",
+            ));
+        }
+    }
+
+    /// A datagram from `from`: see the module docs.
+    pub(crate) fn incoming(&mut self, now: Instant, from: SocketAddr, d: &mut [u8]) -> Rx {
+        let Some((version, ty)) = kind(d) else {
+            return Rx::Pass(d.len()); // the engine counts it as malformed
+        };
+        let key = (from, ports(d).0);
+        if let Some(p) = self.peers.get_mut(&key) {
+            p.amp.on_received(d.len());
+        }
+        match (version, ty) {
+            (PLAIN, OPEN) => {
+                let (lp, fp) = ports(d);
+                let budget = 3 * d.len();
+                self.reply(from, refused(fp, lp, super::NEEDS_ENCRYPTION), budget);
+                self.report.plaintext += 1;
+                Rx::Drop
+            }
+            (PLAIN, _) => {
+                // A plain QUIT from a code-mode peer in its handshake: the
+                // sender's code did not match.
+                let code_fail = self.peers.get(&key).is_some_and(|p| {
+                    p.code_mode && !p.proven && !matches!(p.state, State::Established(_))
+                });
+                if code_fail && plain_reason(d).is_some() {
+                    self.burn_code("the sender's code did not match");
+                    self.aborts
+                        .push((from, "the one-time code does not match".into()));
+                    self.release(key);
+                    if let Some(p) = self.peers.get_mut(&key) {
+                        p.state = State::Refused;
+                    }
+                } else {
+                    self.report.plaintext += 1;
+                }
+                Rx::Drop
+            }
+            (PROTECTED, OPEN) => self.handshake(now, key, d),
+            (PROTECTED, RESPONSE) => {
+                self.report.dropped += 1;
+                Rx::Drop
+            }
+            (PROTECTED, _) => {
+                let Some(p) = self.peers.get_mut(&key) else {
+                    self.report.dropped += 1;
+                    return Rx::Drop;
+                };
+                let State::Established(pr) = &mut p.state else {
+                    // FINISH not read yet (rule 3): dropped, never buffered.
+                    self.report.dropped += 1;
+                    return Rx::Drop;
+                };
+                match pr.open_in_place(d) {
+                    Ok(n) => {
+                        d[2] = PLAIN;
+                        if !p.proven {
+                            p.proven = true;
+                            p.amp.validate();
+                        }
+                        Rx::Pass(n)
+                    }
+                    Err(_) => Rx::Drop,
+                }
+            }
+            _ => {
+                self.report.dropped += 1;
+                Rx::Drop
+            }
+        }
+    }
+
+    fn handshake(&mut self, now: Instant, key: PeerKey, d: &[u8]) -> Rx {
+        let from = key.0;
+        let env = &d[netblt_wire::HEADER_LEN..];
+        let Ok(msg) = HandshakeMessage::parse(env) else {
+            self.report.dropped += 1;
+            return Rx::Drop;
+        };
+        match msg.kind {
+            MsgKind::Initiation => {}
+            MsgKind::Finish => return self.finish(now, key, d),
+            _ => {
+                self.report.dropped += 1;
+                return Rx::Drop;
+            }
+        }
+        // A retransmitted initiation: the stored RESPONSE, no new DH.
+        if let Some(p) = self.peers.get_mut(&key) {
+            if p.initiation == d {
+                if let Some(r) = p.response.clone() {
+                    if p.amp.try_send(r.len()) {
+                        self.outbox.push_back((from, r));
+                    } else {
+                        self.flood.amplification_blocked += 1;
+                    }
+                }
+            } else {
+                self.report.dropped += 1;
+            }
+            return Rx::Drop;
+        }
+        let t = secs(self.epoch, now);
+        let mut validated = false;
+        if self.limiter.under_load() {
+            match msg.cookie.map(|c| self.cookies.verify(t, from, c)) {
+                Some(Ok(())) => validated = true,
+                Some(Err(_)) => {
+                    self.flood.bad_cookies += 1;
+                    return Rx::Drop;
+                }
+                None => {
+                    let cookie = self.cookies.issue(t, from, &mut OsRandom);
+                    let mut env = [0u8; 64];
+                    if let Some(n) = write_cookie_reply(&cookie, &mut env) {
+                        let (lp, fp) = ports(d);
+                        let r = handshake_datagram(RESPONSE, fp, lp, &env[..n]);
+                        self.flood.cookies_sent += 1;
+                        self.reply(from, r, 3 * d.len());
+                    }
+                    return Rx::Drop;
+                }
+            }
+        }
+        if let Err(e) = self.limiter.admit(from.ip()) {
+            self.flood.limited += 1;
+            self.log_refusal(now, &format!("refused a connection from {from}: {e}"));
+            return Rx::Drop;
+        }
+        if self.code_burnt {
+            self.limiter.release(from.ip());
+            return Rx::Drop;
+        }
+        let mut hs = Handshake::responder(
+            ResponderConfig {
+                identity: self.keys.identity.clone(),
+                authorization: self.authorization.clone(),
+                code: self.code.clone(),
+                accept_keys: self.code.is_none(),
+                suites: SuiteOffer::local(),
+            },
+            &mut OsRandom,
+        );
+        let mut payload = vec![0u8; MAX_MESSAGE_LEN];
+        let (lp, fp) = ports(d);
+        match hs.read_message(env, &mut payload) {
+            Ok(Progress::Payload(k)) => {
+                let mut amp = AmplificationLimit::new();
+                amp.on_received(d.len());
+                if validated {
+                    amp.validate();
+                }
+                let code_mode = hs.pattern() == Some(Pattern::XxCode);
+                self.report.pattern = pattern_name(hs.pattern()).into();
+                self.peers.insert(
+                    key,
+                    Peer {
+                        state: State::Pending(Box::new(hs)),
+                        initiation: d.to_vec(),
+                        response: None,
+                        amp,
+                        since: now,
+                        proven: false,
+                        holds_slot: true,
+                        code_mode,
+                        held: Vec::new(),
+                    },
+                );
+                self.flood.peak_peers = self.flood.peak_peers.max(self.peers.len() as u64);
+                Rx::Owned(plain_open(OPEN, lp, fp, &payload[..k]))
+            }
+            Ok(Progress::RetryWithCookie) => {
+                self.limiter.release(from.ip());
+                Rx::Drop
+            }
+            Err(e) => {
+                self.limiter.release(from.ip());
+                self.flood.handshakes_failed += 1;
+                let budget = 3 * d.len();
+                match e {
+                    HandshakeError::Decrypt if msg.pattern == Some(Pattern::Ik) => {
+                        // Maybe pinned an old key of ours: say which we have.
+                        let mut env = [0u8; 64];
+                        if let Some(n) = write_key_mismatch(&self.keys.identity, &mut env) {
+                            self.reply(
+                                from,
+                                handshake_datagram(RESPONSE, fp, lp, &env[..n]),
+                                budget,
+                            );
+                        }
+                    }
+                    HandshakeError::Unauthorized(k) => {
+                        self.log_refusal(
+                            now,
+                            &format!(
+                                "refused {from}: key {k} ({}) is not in authorized_keys",
+                                k.fingerprint()
+                            ),
+                        );
+                        let why = format!(
+                            "key {} is not authorized (add the sender's `netblt id` line to the receiver's authorized_keys, or run recv --accept-any)",
+                            k.fingerprint()
+                        );
+                        self.reply(from, refused(fp, lp, &why), budget);
+                    }
+                    HandshakeError::ModeRefused => {
+                        let why = if self.code.is_some() {
+                            "this receiver waits for a one-time code: use send --code"
+                        } else {
+                            "this receiver takes no one-time code: run recv --code"
+                        };
+                        self.reply(from, refused(fp, lp, why), budget);
+                    }
+                    HandshakeError::CodeMismatch => {
+                        self.burn_code("a sender presented a malformed code message");
+                    }
+                    other => {
+                        tracing::debug!(error = %other, %from, "handshake failed");
+                    }
+                }
+                Rx::Drop
+            }
+        }
+    }
+
+    fn finish(&mut self, now: Instant, key: PeerKey, d: &[u8]) -> Rx {
+        let from = key.0;
+        let Some(p) = self.peers.get_mut(&key) else {
+            self.report.dropped += 1;
+            return Rx::Drop;
+        };
+        let State::Pending(hs) = &mut p.state else {
+            // A FINISH after the handshake (rule 4): ignored.
+            self.report.dropped += 1;
+            return Rx::Drop;
+        };
+        let mut payload = vec![0u8; MAX_MESSAGE_LEN];
+        match hs.read_message(&d[netblt_wire::HEADER_LEN..], &mut payload) {
+            Ok(_) if hs.is_finished() => {
+                let State::Pending(hs) = std::mem::replace(&mut p.state, State::Refused) else {
+                    return Rx::Drop;
+                };
+                let peer = hs.peer_static();
+                match hs.into_transport() {
+                    Ok(mut pr) => {
+                        self.report.suite = pr.suite().name().into();
+                        self.report.peer = peer.map(|k| k.fingerprint());
+                        for mut h in std::mem::take(&mut p.held) {
+                            let n = h.len();
+                            h.resize(n + netblt_crypto::OVERHEAD, 0);
+                            h[2] = PROTECTED;
+                            if let Ok(m) = pr.seal_in_place(&mut h, n) {
+                                h.truncate(m);
+                                self.outbox.push_back((from, h));
+                            }
+                        }
+                        p.state = State::Established(Box::new(pr));
+                        // FINISH proves the peer read our RESPONSE.
+                        p.amp.validate();
+                    }
+                    Err(_) => self.aborts.push((from, "handshake failed".into())),
+                }
+                Rx::Drop
+            }
+            Ok(_) | Err(HandshakeError::Unexpected | HandshakeError::Malformed(_)) => {
+                self.report.dropped += 1;
+                Rx::Drop
+            }
+            Err(e) => {
+                p.state = State::Refused;
+                let code_mode = p.code_mode;
+                self.flood.handshakes_failed += 1;
+                let reason = match &e {
+                    HandshakeError::Unauthorized(k) => {
+                        self.log_refusal(
+                            now,
+                            &format!(
+                                "refused {from}: key {k} ({}) is not in authorized_keys",
+                                k.fingerprint()
+                            ),
+                        );
+                        format!(
+                            "key {} is not authorized (add the sender's `netblt id` line to the receiver's authorized_keys, or run recv --accept-any)",
+                            k.fingerprint()
+                        )
+                    }
+                    HandshakeError::CodeMismatch => "the one-time code does not match".into(),
+                    other => format!("handshake failed: {other}"),
+                };
+                if code_mode {
+                    self.burn_code("the sender's code did not match");
+                }
+                self.release(key);
+                self.aborts.push((from, reason));
+                Rx::Drop
+            }
+        }
+    }
+
+    /// The plain datagram the engine wrote for `to` in `buf[..n]`, as it
+    /// goes on the wire; `None`: not sent. `buf` has room for 24 more bytes.
+    pub(crate) fn outgoing(&mut self, to: SocketAddr, buf: &mut [u8], n: usize) -> Option<usize> {
+        let (_, ty) = kind(&buf[..n])?;
+        let key = (to, ports(buf).1);
+        let p = self.peers.get_mut(&key)?;
+        let len = match &mut p.state {
+            State::Pending(hs) if ty == RESPONSE && hs.is_my_turn() => {
+                let mut env = vec![0u8; MAX_MESSAGE_LEN];
+                let k = match hs.write_message(open_body(&buf[..n]), &mut env) {
+                    Ok(k) => k,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "writing the RESPONSE");
+                        return None;
+                    }
+                };
+                let (lp, fp) = ports(buf);
+                let r = handshake_datagram(RESPONSE, lp, fp, &env[..k]);
+                if hs.is_finished() {
+                    // IK: keys now; the address is validated by the
+                    // first packet that opens.
+                    let State::Pending(hs) = std::mem::replace(&mut p.state, State::Refused) else {
+                        return None;
+                    };
+                    let peer = hs.peer_static();
+                    if let Ok(pr) = hs.into_transport() {
+                        self.report.suite = pr.suite().name().into();
+                        self.report.peer = peer.map(|k| k.fingerprint());
+                        p.state = State::Established(Box::new(pr));
+                    }
+                }
+                buf.get_mut(..r.len())?.copy_from_slice(&r);
+                let l = r.len();
+                p.response = Some(r);
+                l
+            }
+            State::Established(_) | State::Pending(_) if ty == RESPONSE => {
+                let r = p.response.clone()?;
+                buf.get_mut(..r.len())?.copy_from_slice(&r);
+                r.len()
+            }
+            State::Established(pr) => {
+                buf[2] = PROTECTED;
+                pr.seal_in_place(buf, n).ok()?
+            }
+            // No keys yet: only the RESPONSE may leave (rule 3); the rest
+            // waits for FINISH.
+            State::Pending(_) => {
+                if p.held.len() < HELD_MAX {
+                    p.held.push(buf[..n].to_vec());
+                }
+                return None;
+            }
+            State::Refused => {
+                // The engine's REFUSED/QUIT/ABORT go plain; nothing else.
+                plain_reason(&buf[..n])?;
+                n
+            }
+        };
+        if !p.amp.try_send(len) {
+            self.flood.amplification_blocked += 1;
+            return None;
+        }
+        if !p.amp.is_validated() && p.amp.received() > 0 {
+            let r = p.amp.sent() * 1000 / p.amp.received();
+            self.flood.max_amplification_milli = self.flood.max_amplification_milli.max(r);
+        }
+        Some(len)
+    }
+
+    /// The engine refused the OPEN of this peer (after the initiation was
+    /// read): its REFUSED goes plain, and the slot is free.
+    pub(crate) fn refused_by_engine(&mut self, from: SocketAddr) {
+        let keys: Vec<PeerKey> = self.peers.keys().filter(|k| k.0 == from).copied().collect();
+        for k in keys {
+            self.release(k);
+            if let Some(p) = self.peers.get_mut(&k) {
+                p.state = State::Refused;
+            }
+        }
+    }
+}
