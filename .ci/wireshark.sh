@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # .ci/wireshark.sh: checks the Wireshark dissector (tools/wireshark/netblt.lua) against live
-# NETBLT traffic (issue 10).
+# NETBLT traffic (issue 10). The transfers run with --insecure: the dissector decodes RFC
+# 998's packets, and encrypted ones (Version 2) carry only the clear common header.
 #
 # It builds `netblt`, runs real transfers on loopback inside a private network namespace
 # (so nothing else on the host is captured and no port can clash), captures them with
@@ -197,21 +198,21 @@ check_capture() { # LABEL FILE DISPLAY_FILTER REQUIRED...
 mkdir -p "$WORK/served" "$WORK/got"
 head -c 300001 /dev/urandom >"$WORK/served/file.bin"
 start_capture "$WORK/udp.pcap" "udp port $PORT"
-"$BIN" recv --listen "127.0.0.1:$PORT" --dir "$WORK/served" --serve >"$WORK/recv.log" 2>&1 &
+"$BIN" recv --insecure --listen "127.0.0.1:$PORT" --dir "$WORK/served" --serve >"$WORK/recv.log" 2>&1 &
 PIDS+=("$!")
 wait_udp_port "$PORT"
 say "UDP: bench 20M, send and get a 300001-byte file (C = 1, 1001-byte segments), a refused get"
-timeout 120 "$BIN" bench "127.0.0.1:$PORT" --size 20M >"$WORK/bench.log" 2>&1 ||
+timeout 120 "$BIN" bench --insecure "127.0.0.1:$PORT" --size 20M >"$WORK/bench.log" 2>&1 ||
   die "netblt bench failed: $(tail -3 "$WORK/bench.log")"
 mkdir -p "$WORK/up"
 cp "$WORK/served/file.bin" "$WORK/up/upload.bin"
-timeout 120 "$BIN" send "$WORK/up/upload.bin" "127.0.0.1:$PORT" --data-checksum on \
+timeout 120 "$BIN" send --insecure "$WORK/up/upload.bin" "127.0.0.1:$PORT" --data-checksum on \
   --packet-size 1001 --buffer-size 64KiB >"$WORK/send.log" 2>&1 ||
   die "netblt send failed: $(tail -3 "$WORK/send.log")"
-timeout 120 "$BIN" get "127.0.0.1:$PORT" file.bin -o "$WORK/got/file.bin" --data-checksum on \
+timeout 120 "$BIN" get --insecure "127.0.0.1:$PORT" file.bin -o "$WORK/got/file.bin" --data-checksum on \
   >"$WORK/get.log" 2>&1 || die "netblt get failed: $(tail -3 "$WORK/get.log")"
 cmp -s "$WORK/served/file.bin" "$WORK/got/file.bin" || die "netblt get returned other bytes"
-if timeout 60 "$BIN" get "127.0.0.1:$PORT" no-such-file -o "$WORK/got/x" >"$WORK/refused.log" 2>&1; then
+if timeout 60 "$BIN" get --insecure "127.0.0.1:$PORT" no-such-file -o "$WORK/got/x" >"$WORK/refused.log" 2>&1; then
   die "netblt get of a missing file succeeded"
 fi
 stop_capture "$WORK/udp.pcap"
@@ -227,12 +228,12 @@ say "udp: the heuristic dissector alone decodes every frame too"
 
 # ---- 2. Raw IP protocol 30, if raw sockets work here. ---------------------------------------
 start_capture "$WORK/raw.pcap" "ip proto 30"
-"$BIN" recv --listen "127.0.0.1:$PORT" --sink --raw-ip >"$WORK/recv-raw.log" 2>&1 &
+"$BIN" recv --insecure --listen "127.0.0.1:$PORT" --sink --raw-ip >"$WORK/recv-raw.log" 2>&1 &
 RAW_PID=$!
 PIDS+=("$RAW_PID")
 sleep 0.5
 if kill -0 "$RAW_PID" 2>/dev/null &&
-  timeout 120 "$BIN" bench "127.0.0.1:$PORT" --size 2M --raw-ip >"$WORK/bench-raw.log" 2>&1; then
+  timeout 120 "$BIN" bench --insecure "127.0.0.1:$PORT" --size 2M --raw-ip >"$WORK/bench-raw.log" 2>&1; then
   stop_capture "$WORK/raw.pcap"
   check_capture raw-ip "$WORK/raw.pcap" "ip.proto == 30 && !icmp" \
     OPEN RESPONSE DATA LDATA CONTROL GO OK NULL-ACK DONE DATACHECKSUM

@@ -102,13 +102,14 @@ pub(crate) fn plain_open(ty: u8, local: u16, foreign: u16, body: &[u8]) -> Vec<u
     out
 }
 
-/// A plain REFUSED from `local` to `foreign` with `reason`.
-pub(crate) fn refused(local: u16, foreign: u16, reason: &str) -> Vec<u8> {
+/// A plain packet carrying a reason string (REFUSED, QUIT), at most 200
+/// bytes of it, NULs left out.
+fn with_reason(local: u16, foreign: u16, reason: &str, repr: fn(&[u8]) -> Repr<'_>) -> Vec<u8> {
     let reason: Vec<u8> = reason.bytes().filter(|&b| b != 0).take(200).collect();
     let p = Packet {
         local_port: local,
         foreign_port: foreign,
-        repr: Repr::Refused { reason: &reason },
+        repr: repr(&reason),
     };
     let mut out = vec![0u8; p.buffer_len()];
     match p.emit(&mut out) {
@@ -120,23 +121,15 @@ pub(crate) fn refused(local: u16, foreign: u16, reason: &str) -> Vec<u8> {
     }
 }
 
+/// A plain REFUSED from `local` to `foreign` with `reason`.
+pub(crate) fn refused(local: u16, foreign: u16, reason: &str) -> Vec<u8> {
+    with_reason(local, foreign, reason, |r| Repr::Refused { reason: r })
+}
+
 /// A plain QUIT (the active end telling the passive end why it gives up
 /// during the handshake).
 pub(crate) fn quit(local: u16, foreign: u16, reason: &str) -> Vec<u8> {
-    let reason: Vec<u8> = reason.bytes().filter(|&b| b != 0).take(200).collect();
-    let p = Packet {
-        local_port: local,
-        foreign_port: foreign,
-        repr: Repr::Quit { reason: &reason },
-    };
-    let mut out = vec![0u8; p.buffer_len()];
-    match p.emit(&mut out) {
-        Ok(n) => {
-            out.truncate(n);
-            out
-        }
-        Err(_) => Vec::new(),
-    }
+    with_reason(local, foreign, reason, |r| Repr::Quit { reason: r })
 }
 
 /// The reason of a plain QUIT, ABORT or REFUSED.
