@@ -591,10 +591,13 @@ impl Dumbbell {
                         match c.cc {
                             crate::tcp::CongestionControl::Reno => "reno",
                             crate::tcp::CongestionControl::Cubic => "cubic",
+                            crate::tcp::CongestionControl::Jacobson88 => "jacobson88",
                         },
                         match c.recovery {
                             Recovery::NewReno => "newreno",
                             Recovery::Sack => "sack",
+                            Recovery::Tahoe if c.nak => "tahoe-nak",
+                            Recovery::Tahoe => "tahoe",
                         }
                     );
                     let st = s.stats().clone();
