@@ -11,6 +11,7 @@
 
 pub mod fmt;
 pub mod rfc1030;
+pub mod rfc1030_s8;
 pub mod rfc1106;
 pub mod rfc415;
 pub mod summary;
@@ -48,6 +49,8 @@ pub struct Report {
     pub quick: bool,
     pub seeds: Vec<u64>,
     pub rfc1030: Vec<(String, Vec<rfc1030::RowResult>)>,
+    /// RFC 1030 §8's proposed experiment: parallel NETBLT processes.
+    pub rfc1030_s8: Vec<rfc1030_s8::ParallelRow>,
     pub xunet_table_i: Vec<xunet::EchoRow>,
     pub xunet_figure_3: Vec<(usize, f64, f64)>,
     pub xunet_table_ii: Vec<xunet::ZeroLargeResult>,
@@ -70,7 +73,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         .map(|a| rfc1030::distinct_inputs(a) as u64)
         .sum::<u64>()
         + 14
-        + 6;
+        + 7;
     let mut done = 0u64;
     let mut rfc1030_out = Vec::new();
     for a in &rfc1030::APPENDICES {
@@ -82,6 +85,9 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         })?;
         rfc1030_out.push((a.id.to_string(), rows));
     }
+    progress("RFC 1030 §8 (parallel NETBLT processes)", done, total);
+    let s8 = rfc1030_s8::run(if opts.quick { 60.0 } else { 180.0 }, 1)?;
+    done += 1;
     let reps = if opts.quick { 3 } else { 20 };
     progress("XUNET Table I", done, total);
     let t1 = xunet::table_i(reps)?;
@@ -113,6 +119,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         quick: opts.quick,
         seeds,
         rfc1030: rfc1030_out,
+        rfc1030_s8: s8,
         xunet_table_i: t1,
         xunet_figure_3: f3,
         xunet_table_ii: t2,
@@ -275,6 +282,10 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
             &format!("appendix {id}"),
         );
     }
+    s.push_str(include_str!("notes_rfc1030_s8.md"));
+    s.push('\n');
+    s.push_str(&rfc1030_s8::markdown(&r.rfc1030_s8));
+    s.push_str(&rfc1030_s8::verdict(&r.rfc1030_s8));
     s.push_str(include_str!("notes_xunet.md"));
     let _ = writeln!(
         s,
