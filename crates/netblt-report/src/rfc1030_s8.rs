@@ -227,13 +227,18 @@ pub fn verdict(rows: &[ParallelRow]) -> String {
     let under: Vec<&ParallelRow> = rows.iter().filter(|r| r.offered_load < 1.0).collect();
     let lossless_under = under.iter().all(|r| r.losses == 0);
     let failed: usize = rows.iter().map(|r| r.failed_flows).sum();
+    let max_early = rows
+        .iter()
+        .map(|r| r.sync_early)
+        .filter(|v| v.is_finite())
+        .fold(f64::NEG_INFINITY, f64::max);
     let max_late = rows
         .iter()
         .map(|r| r.sync_late)
         .filter(|v| v.is_finite())
         .fold(f64::NEG_INFINITY, f64::max);
     format!(
-        "\n**What the runs show.** Below the channel's capacity (80 %) the channel queue {}          Bursts {} (largest index in a last third: {:.2}); fixed-rate senders keep the phases          their start times gave them unless a full queue stalls them. At 100 % and 120 % the          gateway queue fills, delays reach the queue's 1.8 s and packets are lost and resent,          but the total goodput stays at the channel's payload rate: congestion, not failure          ({} flow(s) closed with an error).\n",
+        "\n**What the runs show.** Below the channel's capacity (80 %) the channel queue {} Bursts {} (largest index in a first third: {:.2}, in a last third: {:.2}): fixed-rate senders keep the phases their start times gave them, and where the index is high (about 0.5 with 2 and 4 processes at 100 %) it is so from the first third on, set when the queue first filled and stalled the senders, not grown since. At 100 % and 120 % the gateway queue fills, delays reach the queue's 1.8 s and packets are lost and resent, but the total goodput stays at the channel's payload rate: congestion, not failure ({} flow(s) closed with an error).\n",
         if lossless_under {
             "lost nothing."
         } else {
@@ -244,6 +249,7 @@ pub fn verdict(rows: &[ParallelRow]) -> String {
         } else {
             format!("pulled into step in {}", grew.join(", "))
         },
+        max_early,
         max_late,
         failed
     )
