@@ -11,7 +11,10 @@
 
 pub mod fmt;
 pub mod rfc1030;
+pub mod rfc1030_s8;
+pub mod rfc1106;
 pub mod rfc415;
+pub mod summary;
 pub mod xunet;
 
 use std::fmt::Write as _;
@@ -41,14 +44,19 @@ pub fn seeds(quick: bool) -> Vec<u64> {
 /// Everything measured, for `--json`.
 #[derive(Debug, Serialize)]
 pub struct Report {
+    /// Per table: rows, median and worst |error|, trends reproduced.
+    pub summary: Vec<summary::TableSummary>,
     pub quick: bool,
     pub seeds: Vec<u64>,
     pub rfc1030: Vec<(String, Vec<rfc1030::RowResult>)>,
+    /// RFC 1030 §8's proposed experiment: parallel NETBLT processes.
+    pub rfc1030_s8: Vec<rfc1030_s8::ParallelRow>,
     pub xunet_table_i: Vec<xunet::EchoRow>,
     pub xunet_figure_3: Vec<(usize, f64, f64)>,
     pub xunet_table_ii: Vec<xunet::ZeroLargeResult>,
     pub xunet_table_iii: Vec<xunet::ProcessRow>,
     pub xunet_table_iv: Vec<xunet::TransferRow>,
+    pub rfc1106: Vec<rfc1106::Cell>,
     pub rfc415: Vec<netblt_measure::cpu::CpuRow>,
     pub rfc415_error: Option<String>,
     pub figures: Vec<String>,
@@ -65,7 +73,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         .map(|a| rfc1030::distinct_inputs(a) as u64)
         .sum::<u64>()
         + 14
-        + 5;
+        + 7;
     let mut done = 0u64;
     let mut rfc1030_out = Vec::new();
     for a in &rfc1030::APPENDICES {
@@ -77,6 +85,9 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         })?;
         rfc1030_out.push((a.id.to_string(), rows));
     }
+    progress("RFC 1030 §8 (parallel NETBLT processes)", done, total);
+    let s8 = rfc1030_s8::run(if opts.quick { 60.0 } else { 180.0 }, 1)?;
+    done += 1;
     let reps = if opts.quick { 3 } else { 20 };
     progress("XUNET Table I", done, total);
     let t1 = xunet::table_i(reps)?;
@@ -93,6 +104,9 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         done += 1;
         progress("XUNET Table III", done, total);
     })?;
+    progress("RFC 1106 (4.3BSD TCP, Big Windows, NAKs)", done, total);
+    let r1106 = rfc1106::run(&seeds, opts.quick)?;
+    done += 1;
     progress("RFC 415 (TCP over loopback)", done, total);
     let (cpu, cpu_err) = match rfc415::run(if opts.quick { 4 << 20 } else { 64 << 20 }) {
         Ok(rows) => (rows, None),
@@ -101,18 +115,22 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
     done = total;
     progress("figures", done, total);
     let mut report = Report {
+        summary: Vec::new(),
         quick: opts.quick,
         seeds,
         rfc1030: rfc1030_out,
+        rfc1030_s8: s8,
         xunet_table_i: t1,
         xunet_figure_3: f3,
         xunet_table_ii: t2,
         xunet_table_iii: t3,
         xunet_table_iv: t4,
+        rfc1106: r1106,
         rfc415: cpu,
         rfc415_error: cpu_err,
         figures: Vec::new(),
     };
+    report.summary = summary::summarise(&report);
     report.figures = figures(&report, &opts.figures, opts.quick)?;
     let md = markdown(&report, &opts.out, &opts.figures);
     if let Some(dir) = opts.out.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -264,6 +282,10 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
             &format!("appendix {id}"),
         );
     }
+    s.push_str(include_str!("notes_rfc1030_s8.md"));
+    s.push('\n');
+    s.push_str(&rfc1030_s8::markdown(&r.rfc1030_s8));
+    s.push_str(&rfc1030_s8::verdict(&r.rfc1030_s8));
     s.push_str(include_str!("notes_xunet.md"));
     let _ = writeln!(
         s,
@@ -291,6 +313,23 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
     fig(&mut s, "xunet-processes", "throughput against processes");
     let _ = writeln!(s, "\n### Table IV: transfer test to Fishonaplatter\n");
     s.push_str(&xunet::md_table_iv(&r.xunet_table_iv));
+    s.push_str(include_str!("notes_rfc1106.md"));
+    let _ = writeln!(
+        s,
+        "\n### Figure 1: TCP with Big Windows, no NAKs (K/s; ours: mean of {} seed(s), {} s runs)\n",
+        r.seeds.len(),
+        rfc1106::duration(r.quick).as_secs()
+    );
+    s.push_str(&rfc1106::markdown(&r.rfc1106, false));
+    let _ = writeln!(s, "\n### Figure 2: TCP with Big Windows and NAKs (K/s)\n");
+    s.push_str(&rfc1106::markdown(&r.rfc1106, true));
+    let _ = writeln!(s, "\n### Column means\n");
+    s.push_str(&rfc1106::md_means(&r.rfc1106));
+    let _ = writeln!(
+        s,
+        "\n### What happened in our runs (per run, mean over seeds)\n"
+    );
+    s.push_str(&rfc1106::md_counts(&r.rfc1106));
     s.push_str(include_str!("notes_rfc415.md"));
     match &r.rfc415_error {
         Some(e) => {
@@ -301,5 +340,8 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
             s.push_str(&rfc415::markdown(&r.rfc415));
         }
     }
+    s.push_str(include_str!("notes_summary.md"));
+    s.push('\n');
+    s.push_str(&summary::markdown(&r.summary));
     s
 }

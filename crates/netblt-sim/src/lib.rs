@@ -60,6 +60,7 @@ mod path;
 mod sim;
 pub mod stream;
 pub mod tcp;
+pub mod tcp_path;
 pub mod transfer;
 
 pub use host::HostStats;

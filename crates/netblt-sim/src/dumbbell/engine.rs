@@ -185,6 +185,8 @@ struct Flow {
     cwnd_series: Vec<u64>,
     last_delivered: u64,
     data_sent: u64,
+    /// When each data packet left the sender, s (only when recording).
+    send_times: Option<Vec<f64>>,
     drops: FlowDrops,
     qdelay_us: Histogram,
     rtt_us: Histogram,
@@ -296,6 +298,7 @@ impl Dumbbell {
                 cwnd_series: Vec::new(),
                 last_delivered: 0,
                 data_sent: 0,
+                send_times: None,
                 drops: FlowDrops::default(),
                 qdelay_us: Histogram::default(),
                 rtt_us: Histogram::default(),
@@ -341,6 +344,24 @@ impl Dumbbell {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// Replaces the shared bottleneck by a link of any shape (e.g. a
+    /// profile's slotted satellite channel). Its delay should be the
+    /// scenario's `bottleneck.delay_ms`, from which the access links were
+    /// sized. Call before [`run`](Self::run).
+    pub fn set_bottleneck_link(&mut self, cfg: LinkConfig) -> Result<(), netblt_link::ConfigError> {
+        self.bottleneck = Link::new(cfg.clone(), derive_seed(self.scenario.seed, 1))?;
+        self.bn_cfg = cfg;
+        Ok(())
+    }
+
+    /// Records when every data packet leaves its sender
+    /// ([`FlowReport::data_send_times_s`]), e.g. to measure burst timing.
+    pub fn record_send_times(&mut self) {
+        for f in &mut self.flows {
+            f.send_times = Some(Vec::new());
         }
     }
 
@@ -466,6 +487,9 @@ impl Dumbbell {
             if side == 0 {
                 if pkt.data {
                     f.data_sent += 1;
+                    if let Some(v) = f.send_times.as_mut() {
+                        v.push(now.as_secs_f64());
+                    }
                 }
                 let fate = f.access.offer(now.since_zero(), pkt.wire);
                 match fate.deliveries[0] {
@@ -591,10 +615,13 @@ impl Dumbbell {
                         match c.cc {
                             crate::tcp::CongestionControl::Reno => "reno",
                             crate::tcp::CongestionControl::Cubic => "cubic",
+                            crate::tcp::CongestionControl::Jacobson88 => "jacobson88",
                         },
                         match c.recovery {
                             Recovery::NewReno => "newreno",
                             Recovery::Sack => "sack",
+                            Recovery::Tahoe if c.nak => "tahoe-nak",
+                            Recovery::Tahoe => "tahoe",
                         }
                     );
                     let st = s.stats().clone();
@@ -677,6 +704,7 @@ impl Dumbbell {
                 completed_at_s: completed,
                 verified,
                 error,
+                data_send_times_s: f.send_times.take().unwrap_or_default(),
             });
         }
         let capacity_series: Vec<f64> = (0..self.bn_delivered_series.len())
@@ -735,6 +763,15 @@ fn recycle(pool: &mut Pool, pkt: Pkt) {
 fn capacity_bits(cfg: &LinkConfig, t0: f64, t1: f64) -> f64 {
     if let Some(trace) = &cfg.trace {
         return trace.mean_rate_bps() * (t1 - t0).max(0.0);
+    }
+    if let Some(fr) = &cfg.frames {
+        // A slotted channel: bytes_per_frame every interval.
+        let iv = fr.interval.as_secs_f64();
+        return if iv > 0.0 {
+            fr.bytes_per_frame as f64 * 8.0 / iv * (t1 - t0).max(0.0)
+        } else {
+            0.0
+        };
     }
     let Some(mut rate) = cfg.rate_bps else {
         return 0.0;

@@ -64,6 +64,10 @@ pub struct FlowReport {
     /// NETBLT: why the connection closed with an error, if it did.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
+    /// When each data packet left the sender, s; only after
+    /// `Dumbbell::record_send_times`.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub data_send_times_s: Vec<f64>,
 }
 
 impl FlowReport {

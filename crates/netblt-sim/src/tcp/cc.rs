@@ -57,6 +57,18 @@ impl Window {
     /// New data acknowledged outside recovery.
     pub(crate) fn on_ack(&mut self, now: Instant, acked: u64, srtt: Option<Duration>) {
         let acked = acked as f64;
+        if self.kind == CongestionControl::Jacobson88 {
+            // 4.3BSD-Tahoe tcp_input: "open the congestion window ... by one
+            // segment per ack in slow start, by maxseg*maxseg/cwnd above
+            // ssthresh" -- per ACK, whatever it acknowledges.
+            let incr = if self.in_slow_start() {
+                self.mss
+            } else {
+                self.mss * self.mss / self.cwnd
+            };
+            self.cwnd += incr;
+            return;
+        }
         if self.in_slow_start() {
             //# RFC 3465 §2.2: cwnd += min(N, L*SMSS), L = 2.
             self.cwnd += acked.min(2.0 * self.mss);
@@ -73,6 +85,8 @@ impl Window {
                 }
             }
             CongestionControl::Cubic => self.cubic_ack(now, acked / self.mss, srtt),
+            // Handled above.
+            CongestionControl::Jacobson88 => {}
         }
     }
 
@@ -128,7 +142,10 @@ impl Window {
         self.acked_ca = 0.0;
         let ss = match self.kind {
             //# RFC 5681 (4): ssthresh = max (FlightSize / 2, 2*SMSS)
-            CongestionControl::Reno => (flight / 2.0).max(2.0 * self.mss),
+            //# (4.3BSD-Tahoe: half of min(snd_wnd, cwnd), at least 2 segments)
+            CongestionControl::Reno | CongestionControl::Jacobson88 => {
+                (flight / 2.0).max(2.0 * self.mss)
+            }
             CongestionControl::Cubic => {
                 let cwnd = self.cwnd / self.mss;
                 let c = &mut self.cubic;

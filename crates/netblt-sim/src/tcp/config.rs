@@ -16,6 +16,13 @@ pub enum Recovery {
     /// and the `pipe` estimate. The receiver sends SACK blocks (RFC 2018).
     #[default]
     Sack,
+    /// 4.3BSD-Tahoe (1988), as RFC 1106 §4.3 describes it: on the third
+    /// duplicate ACK "resend the one packet assumed lost, and close its send
+    /// window as if the network is congested" (cwnd = one segment, slow
+    /// start); no fast recovery, later duplicate ACKs are ignored. With
+    /// [`TcpConfig::nak`] the duplicate-ACK rule is off (§4.3: "This facility
+    /// is no longer needed").
+    Tahoe,
 }
 
 /// The window-growth rule in congestion avoidance, and the reduction on loss.
@@ -28,6 +35,39 @@ pub enum CongestionControl {
     /// RFC 9438 CUBIC (C = 0.4, beta = 0.7, fast convergence, the
     /// Reno-friendly region), without HyStart.
     Cubic,
+    /// Jacobson's 1988 algorithm as 4.3BSD-Tahoe runs it: per ACK, one
+    /// segment in slow start and `mss*mss/cwnd` in congestion avoidance
+    /// (counting ACKs, not bytes: with delayed ACKs slow start grows 1.5x per
+    /// round trip); on any loss ssthresh = half the window, cwnd = 1 segment.
+    Jacobson88,
+}
+
+/// How the receive window is carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowOption {
+    /// RFC 7323 window scaling (negotiated on the SYN; no per-segment cost
+    /// in the model).
+    #[default]
+    Scale,
+    /// RFC 793's 16-bit field alone: at most 65,535 bytes.
+    Bits16,
+    /// RFC 1106 §3 Big Window: option B (6 bytes) on the SYN and SYN-ACK,
+    /// then option C (4 bytes) with "the upper 15 bits of rcv_wnd" on every
+    /// segment; the window is 30 bits.
+    Rfc1106BigWindow,
+}
+
+/// How round-trip samples are taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RttTiming {
+    /// From every ACK of new data (timestamps or Karn's rule).
+    #[default]
+    EveryAck,
+    /// 4.3BSD: one segment timed at a time (`t_rtseq`), the timing dropped
+    /// when anything is retransmitted.
+    OneSegment,
 }
 
 /// Delayed acknowledgements (RFC 5681 §4.2, RFC 1122 §4.2.3.2).
@@ -38,6 +78,11 @@ pub struct DelayedAck {
     pub timeout: Duration,
     /// Full-sized segments per ACK (RFC 5681: at least every second one).
     pub every: u32,
+    /// 4.3BSD's fast timeout: a held ACK goes out on the next tick of a
+    /// clock of period `timeout` (`tcp_fasttimo`, every 200 ms), not
+    /// `timeout` after the segment.
+    #[serde(default)]
+    pub on_tick: bool,
 }
 
 impl Default for DelayedAck {
@@ -45,6 +90,7 @@ impl Default for DelayedAck {
         DelayedAck {
             timeout: Duration::from_millis(40),
             every: 2,
+            on_tick: false,
         }
     }
 }
@@ -63,6 +109,13 @@ pub struct RtoConfig {
     pub max: Duration,
     /// Before any sample (RFC 6298 (2.1): 1 s).
     pub initial: Duration,
+    /// K in `RTO = SRTT + max(G, K*RTTVAR)`: 4 (RFC 6298); 2 in 4.3BSD-Tahoe
+    /// (Jacobson 1988, appendix A: "rto = a + 2v").
+    pub k: u32,
+    /// 4.3BSD's timer: a count of ticks decremented on every tick of the
+    /// clock, so it fires (n-1) to n ticks after it is set, not after n
+    /// whole ticks.
+    pub countdown: bool,
 }
 
 impl Default for RtoConfig {
@@ -73,6 +126,8 @@ impl Default for RtoConfig {
             min: Duration::from_millis(200),
             max: Duration::from_secs(120),
             initial: Duration::from_secs(1),
+            k: 4,
+            countdown: false,
         }
     }
 }
@@ -100,6 +155,14 @@ pub struct TcpConfig {
     pub rto: RtoConfig,
     /// Duplicate-ACK threshold (RFC 5681, RFC 6675: 3).
     pub dup_thresh: u32,
+    /// How the receive window is carried (and so its largest value).
+    pub window: WindowOption,
+    /// How round-trip times are sampled.
+    pub rtt_timing: RttTiming,
+    /// RFC 1106 §2 NAK option: the receiver NAKs the data missing at the
+    /// left edge of its window, the sender resends it at once without
+    /// touching its window, and duplicate ACKs trigger nothing (§4.3).
+    pub nak: bool,
 }
 
 impl Default for TcpConfig {
@@ -117,6 +180,9 @@ impl Default for TcpConfig {
             initial_window: 10,
             rto: RtoConfig::default(),
             dup_thresh: 3,
+            window: WindowOption::Scale,
+            rtt_timing: RttTiming::EveryAck,
+            nak: false,
         }
     }
 }
@@ -138,6 +204,64 @@ impl TcpConfig {
         }
     }
 
+    /// 4.3BSD-Tahoe as of 1988-89, the TCP RFC 1106 measured ("the new TCP
+    /// enhancements" of Jacobson 1988), with RFC 1106's Big Window option
+    /// and a receive window of `window` bytes; `nak` adds the NAK option.
+    ///
+    /// - MSS 512: 4.3BSD's `tcp_mss()` offers 512 bytes to destinations not
+    ///   on a local network (RFC 1106 gives no MSS).
+    /// - Slow start from one segment, congestion avoidance and the loss
+    ///   reaction of Jacobson 1988 ([`CongestionControl::Jacobson88`]),
+    ///   fast retransmit without fast recovery ([`Recovery::Tahoe`]).
+    /// - Timers on 4.3BSD's clocks: `tcp_slowtimo` every 500 ms (RTT samples
+    ///   in whole ticks, one timed segment at a time, RTO = srtt + 2 rttvar
+    ///   counted down in ticks, at least 2 ticks = 1 s (`TCPTV_MIN`), at most
+    ///   64 s (`TCPTV_REXMTMAX`), 3 s before the first sample
+    ///   (`TCPTV_SRTTDFLT`)); `tcp_fasttimo` every 200 ms for delayed ACKs,
+    ///   which otherwise go out every second segment (the window update
+    ///   rule, `adv >= 2 * t_maxseg`).
+    /// - No timestamps (RFC 1323 came in 1992).
+    pub fn bsd43_rfc1106(window: u64, nak: bool) -> Self {
+        TcpConfig {
+            mss: 512,
+            recovery: Recovery::Tahoe,
+            cc: CongestionControl::Jacobson88,
+            timestamps: false,
+            delayed_ack: Some(DelayedAck {
+                timeout: Duration::from_millis(200),
+                every: 2,
+                on_tick: true,
+            }),
+            rcv_wnd: window,
+            initial_window: 1,
+            rto: RtoConfig {
+                granularity: Duration::from_millis(500),
+                min: Duration::from_secs(1),
+                max: Duration::from_secs(64),
+                initial: Duration::from_secs(3),
+                k: 2,
+                countdown: true,
+            },
+            dup_thresh: 3,
+            window: WindowOption::Rfc1106BigWindow,
+            rtt_timing: RttTiming::OneSegment,
+            nak,
+        }
+    }
+
+    /// The largest window the receiver can advertise.
+    pub fn max_window(&self) -> u64 {
+        match self.window {
+            WindowOption::Bits16 => 65_535,
+            //# RFC 1106 §3: "This option to expands the window size to 30
+            //# bits or over 1 gigabytes".
+            WindowOption::Rfc1106BigWindow => (1 << 30) - 1,
+            // RFC 7323 allows shifts up to 14; the model does not quantise
+            // the scaled window and leaves it unbounded.
+            WindowOption::Scale => u64::MAX,
+        }
+    }
+
     /// Checks the values the model needs to run.
     pub fn validate(&self) -> Result<(), &'static str> {
         if self.mss == 0 || self.mss > 65_000 {
@@ -148,6 +272,9 @@ impl TcpConfig {
         }
         if self.initial_window == 0 {
             return Err("initial_window must be at least 1 segment");
+        }
+        if self.rto.k == 0 || self.rto.k > 16 {
+            return Err("rto.k must be between 1 and 16");
         }
         if self.dup_thresh == 0 {
             return Err("dup_thresh must be at least 1");

@@ -27,7 +27,9 @@ mod scoreboard;
 mod segment;
 mod sender;
 
-pub use config::{CongestionControl, DelayedAck, Recovery, RtoConfig, TcpConfig};
+pub use config::{
+    CongestionControl, DelayedAck, Recovery, RtoConfig, RttTiming, TcpConfig, WindowOption,
+};
 pub use receiver::{TcpReceiver, TcpReceiverStats};
-pub use segment::{SegKind, Segment, MAX_SACK_BLOCKS};
+pub use segment::{big_window, Nak, SegKind, Segment, MAX_SACK_BLOCKS};
 pub use sender::{TcpSender, TcpSenderStats};

@@ -3,8 +3,8 @@
 use netblt_proto::Instant;
 use serde::{Deserialize, Serialize};
 
-use super::config::{Recovery, TcpConfig};
-use super::segment::{SegKind, Segment, MAX_SACK_BLOCKS};
+use super::config::{Recovery, TcpConfig, WindowOption};
+use super::segment::{big_window, Nak, SegKind, Segment, MAX_SACK_BLOCKS};
 
 /// What the receiver saw.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,6 +18,8 @@ pub struct TcpReceiverStats {
     pub out_of_order_segments: u64,
     /// ACKs sent.
     pub acks_sent: u64,
+    /// RFC 1106 NAKs sent (on ACKs).
+    pub naks_sent: u64,
 }
 
 /// A TCP receiver for the model's bulk transfers.
@@ -38,6 +40,9 @@ pub struct TcpReceiver {
     unacked: u32,
     delack_at: Option<Instant>,
     ts_recent: u64,
+    /// RFC 1106 §2.1: "The receiver will keep track of the last nak sent so
+    /// that it will not repeat the same nak."
+    last_nak: Option<Nak>,
     stats: TcpReceiverStats,
 }
 
@@ -56,6 +61,7 @@ impl TcpReceiver {
             unacked: 0,
             delack_at: None,
             ts_recent: 0,
+            last_nak: None,
             stats: TcpReceiverStats::default(),
         }
     }
@@ -122,7 +128,13 @@ impl TcpReceiver {
                     if self.unacked >= d.every {
                         self.ack_due = true;
                     } else if self.delack_at.is_none() {
-                        self.delack_at = Some(now + d.timeout);
+                        self.delack_at = Some(if d.on_tick && !d.timeout.is_zero() {
+                            // tcp_fasttimo: the next tick of the 200 ms clock.
+                            let g = u64::try_from(d.timeout.as_nanos()).unwrap_or(u64::MAX);
+                            Instant::from_nanos((now.as_nanos() / g + 1).saturating_mul(g))
+                        } else {
+                            now + d.timeout
+                        });
                     }
                 }
             }
@@ -152,6 +164,28 @@ impl TcpReceiver {
         self.ooo.splice(i..j, std::iter::once((s, e)));
     }
 
+    /// RFC 1106 §2.1: "When the receiver of data notices a gap between the
+    /// expected sequence number and the actual sequence number of the packet
+    /// received ... a nak should be sent in the TCP option field", naming
+    /// "only the immediate data needed to move the left edge of the window":
+    /// the hole at `rcv_nxt`, in segments of the MSS. A NAK equal to the last
+    /// one sent is not repeated ("it will not repeat the same nak").
+    fn next_nak(&mut self) -> Option<Nak> {
+        let &(above, _) = self.ooo.first()?;
+        let mss = u64::from(self.cfg.mss.max(1));
+        let segments = (above - self.rcv_nxt).div_ceil(mss).min(255) as u8;
+        let nak = Nak {
+            seq: self.rcv_nxt,
+            segments,
+        };
+        if self.last_nak == Some(nak) {
+            return None;
+        }
+        self.last_nak = Some(nak);
+        self.stats.naks_sent += 1;
+        Some(nak)
+    }
+
     /// Handles the delayed-ACK timer.
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.delack_at.is_some_and(|t| t <= now) {
@@ -179,7 +213,23 @@ impl TcpReceiver {
         self.delack_at = None;
         let mut seg = Segment::new(kind);
         seg.ack = self.rcv_nxt;
-        seg.wnd = self.cfg.rcv_wnd;
+        let wnd = self.cfg.rcv_wnd.min(self.cfg.max_window());
+        match self.cfg.window {
+            WindowOption::Scale => seg.wnd = wnd,
+            //# RFC 1106 §3: "the SYN and SYN ACK segments will use the small
+            //# windows, and once the big window option has been negotiated
+            //# then the bigger windows will be used."
+            WindowOption::Bits16 => seg.wnd = wnd.min(65_535),
+            WindowOption::Rfc1106BigWindow if kind == SegKind::SynAck => seg.wnd = wnd.min(65_535),
+            WindowOption::Rfc1106BigWindow => {
+                let (field, upper) = big_window::split(wnd);
+                seg.wnd = u64::from(field);
+                seg.wnd_upper = Some(upper);
+            }
+        }
+        if self.cfg.nak && kind == SegKind::Ack {
+            seg.nak = self.next_nak();
+        }
         if self.cfg.timestamps {
             seg.ts_val = now.as_nanos().max(1);
             seg.ts_ecr = self.ts_recent;

@@ -19,6 +19,9 @@ pub(crate) struct RttEstimator {
     backoff: u32,
     /// Smallest sample seen.
     min_rtt: Option<u64>,
+    /// 4.3BSD's fixed-point state in ticks: `t_srtt` (scaled by 8) and
+    /// `t_rttvar` (scaled by 4); used when `cfg.countdown`.
+    bsd: Option<(i64, i64)>,
 }
 
 impl RttEstimator {
@@ -30,7 +33,50 @@ impl RttEstimator {
             rttvar: 0,
             backoff: 0,
             min_rtt: None,
+            bsd: None,
         }
+    }
+
+    /// 4.3BSD-Tahoe's `tcp_input`, in its own integer arithmetic: the
+    /// truncations matter at 500 ms ticks (a 580 ms path samples 1 or 2
+    /// ticks, and `t_srtt >> 3` rounds down, so srtt drifts up towards 2).
+    /// `ticks` is the sample at origin 0 (tick boundaries crossed).
+    fn on_sample_bsd(&mut self, ticks: i64, g: u64) {
+        let t_rtt = ticks + 1; // t_rtt starts at 1 when timing begins
+        let (mut srtt, mut var) = match self.bsd {
+            Some((srtt, var)) => {
+                //# "Adjust t_rtt to origin 0."
+                //# delta = tp->t_rtt - 1 - (tp->t_srtt >> 3);
+                //# if ((tp->t_srtt += delta) <= 0) tp->t_srtt = 1;
+                let mut delta = t_rtt - 1 - (srtt >> 3);
+                let mut srtt = srtt + delta;
+                if srtt <= 0 {
+                    srtt = 1;
+                }
+                //# "set the retransmit timer to smoothed rtt + 2 times the
+                //# smoothed variance" (rttvar scaled by 4)
+                delta = delta.abs() - (var >> 2);
+                let mut var = var + delta;
+                if var <= 0 {
+                    var = 1;
+                }
+                (srtt, var)
+            }
+            //# tp->t_srtt = tp->t_rtt << 3; tp->t_rttvar = tp->t_rtt << 1;
+            None => (t_rtt << 3, t_rtt << 1),
+        };
+        srtt = srtt.max(1);
+        var = var.max(1);
+        self.bsd = Some((srtt, var));
+        self.srtt = Some((srtt as u64).saturating_mul(g) / 8);
+        self.rttvar = (var as u64).saturating_mul(g) / 4;
+        //# TCPT_RANGESET(tp->t_rxtcur, ((tp->t_srtt >> 2) + tp->t_rttvar) >> 1,
+        //#     TCPTV_MIN, TCPTV_REXMTMAX);
+        let ticks = (((srtt >> 2) + var) >> 1).max(0) as u64;
+        self.rto = ticks
+            .saturating_mul(g)
+            .clamp(nanos(self.cfg.min), nanos(self.cfg.max));
+        self.backoff = 0;
     }
 
     /// A round-trip time measured on a clock of granularity G: the number of
@@ -43,9 +89,15 @@ impl RttEstimator {
         (now.as_nanos() / g).saturating_sub(sent.as_nanos() / g) * g
     }
 
-    /// RFC 6298 (2.2)/(2.3) with alpha = 1/8, beta = 1/4, K = 4.
+    /// RFC 6298 (2.2)/(2.3) with alpha = 1/8, beta = 1/4 and the configured K
+    /// (4; 4.3BSD-Tahoe's 2).
     pub(crate) fn on_sample(&mut self, r: u64) {
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        let g = nanos(self.cfg.granularity);
+        if self.cfg.countdown && g > 1 {
+            self.on_sample_bsd(i64::try_from(r / g).unwrap_or(i64::MAX / 16), g);
+            return;
+        }
         match self.srtt {
             None => {
                 //# (2.2) SRTT <- R, RTTVAR <- R/2, RTO <- SRTT + max (G, K*RTTVAR)
@@ -60,9 +112,9 @@ impl RttEstimator {
                 self.srtt = Some((7 * srtt + r) / 8);
             }
         }
-        let g = nanos(self.cfg.granularity);
         let srtt = self.srtt.unwrap_or(r);
-        let rto = srtt.saturating_add(g.max(self.rttvar.saturating_mul(4)));
+        let k = u64::from(self.cfg.k);
+        let rto = srtt.saturating_add(g.max(self.rttvar.saturating_mul(k)));
         //# (2.4) Whenever RTO is computed, if it is less than 1 second, then
         //# the RTO SHOULD be rounded up to 1 second. (Configurable floor.)
         self.rto = rto.clamp(nanos(self.cfg.min), nanos(self.cfg.max));
@@ -84,8 +136,16 @@ impl RttEstimator {
             .rto
             .saturating_mul(1 << self.backoff)
             .min(nanos(self.cfg.max));
-        let at = now.as_nanos().saturating_add(rto);
         let g = nanos(self.cfg.granularity);
+        if self.cfg.countdown && g > 1 {
+            // 4.3BSD: t_timer[TCPT_REXMT] = n ticks, decremented by every
+            // tcp_slowtimo; it fires on the n-th tick after now, which is
+            // (n-1) to n ticks away.
+            let n = rto.div_ceil(g).max(1);
+            let at = (now.as_nanos() / g).saturating_add(n).saturating_mul(g);
+            return Instant::from_nanos(at);
+        }
+        let at = now.as_nanos().saturating_add(rto);
         let at = if g > 1 {
             at.div_ceil(g).saturating_mul(g)
         } else {

@@ -184,6 +184,27 @@ impl Scoreboard {
         self.mark_lost_at(0);
     }
 
+    /// RFC 1106 NAK: marks every unSACKed segment that starts in
+    /// `[start, end)` and is neither lost nor being retransmitted; returns
+    /// how many were newly marked.
+    pub(crate) fn mark_lost_range(&mut self, start: u64, end: u64) -> u32 {
+        let mut n = 0;
+        let mut i = self.index_of(start);
+        while let Some(s) = self.segs.get(i).copied() {
+            if s.seq >= end {
+                break;
+            }
+            if s.seq >= start && !s.sacked && !s.lost && !s.retx_out {
+                self.mark_lost_at(i);
+                n += 1;
+            }
+            i += 1;
+        }
+        // NextSeg scans from here.
+        self.retx_scan = self.retx_scan.min(start);
+        n
+    }
+
     fn head_lost(&self) -> bool {
         self.segs.front().is_some_and(|s| s.lost)
     }

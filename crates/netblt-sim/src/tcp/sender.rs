@@ -4,10 +4,10 @@ use netblt_proto::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::cc::Window;
-use super::config::{Recovery, TcpConfig};
+use super::config::{Recovery, RttTiming, TcpConfig, WindowOption};
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
-use super::segment::{SegKind, Segment};
+use super::segment::{big_window, SegKind, Segment};
 use crate::metrics::Histogram;
 
 /// What the sender did.
@@ -24,6 +24,8 @@ pub struct TcpSenderStats {
     pub fast_recoveries: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
+    /// RFC 1106 NAKs received that named data not yet resent.
+    pub naks_received: u64,
     /// Bytes cumulatively acknowledged.
     pub bytes_acked: u64,
     /// When the last byte was acknowledged (a sized transfer), in seconds
@@ -71,6 +73,11 @@ pub struct TcpSender {
     /// Partial ACKs seen in this fast recovery (NewReno).
     partial_acks: u32,
     syn_due: bool,
+    /// RFC 1106 NAK: retransmissions owed at once, whatever the window.
+    nak_due: u32,
+    /// 4.3BSD's one timed segment: (end of the segment, or 0 for the SYN;
+    /// when it was sent).
+    timed: Option<(u64, Instant)>,
     rtt: RttEstimator,
     rto_at: Option<Instant>,
     rtt_samples: Histogram,
@@ -97,6 +104,8 @@ impl TcpSender {
             force_retx: false,
             partial_acks: 0,
             syn_due: true,
+            nak_due: 0,
+            timed: None,
             rto_at: None,
             rtt_samples: Histogram::default(),
             stats: TcpSenderStats::default(),
@@ -170,12 +179,16 @@ impl TcpSender {
         match seg.kind {
             SegKind::SynAck if self.state == State::SynSent => {
                 self.state = State::Open;
-                self.peer_wnd = seg.wnd;
+                self.peer_wnd = seg.window();
                 self.rto_at = None;
                 // RFC 6298 (2.1)/Karn: the SYN's RTT is a valid first sample
                 // unless the SYN was retransmitted.
                 if self.stats.timeouts == 0 && seg.ts_ecr > 0 {
                     self.sample(now, Instant::from_nanos(seg.ts_ecr));
+                } else if let Some((0, sent)) = self.timed.take() {
+                    if self.stats.timeouts == 0 {
+                        self.sample(now, sent);
+                    }
                 }
             }
             SegKind::Ack if self.state != State::SynSent => self.on_ack(now, seg),
@@ -190,7 +203,10 @@ impl TcpSender {
     }
 
     fn on_ack(&mut self, now: Instant, seg: &Segment) {
-        self.peer_wnd = seg.wnd;
+        //# RFC 1106 §3.1: "When the receiver processes the packet it must
+        //# first reform the window and then process the packet as it would
+        //# in the absence of the option."
+        self.peer_wnd = seg.window();
         let sack_mode = self.cfg.recovery == Recovery::Sack;
         let mut newly_sacked = 0;
         if sack_mode {
@@ -210,6 +226,15 @@ impl TcpSender {
                 //# RFC 7323 §4.1: RTT from the echoed timestamp on an ACK
                 //# that acknowledges new data.
                 self.sample(now, Instant::from_nanos(seg.ts_ecr));
+            } else if self.cfg.rtt_timing == RttTiming::OneSegment {
+                // 4.3BSD: "if (tp->t_rtt && SEQ_GT(ti->ti_ack, tp->t_rtseq))"
+                // -- the timed segment is acknowledged.
+                if let Some((end, sent)) = self.timed {
+                    if ack >= end {
+                        self.timed = None;
+                        self.sample(now, sent);
+                    }
+                }
             } else if let Some(sent) = acked.rtt_from {
                 self.sample(now, sent);
             }
@@ -280,6 +305,45 @@ impl TcpSender {
                 }
             }
         }
+        if let Some(nak) = seg.nak.filter(|_| self.cfg.nak) {
+            //# RFC 1106 §2.1: "When the sender of data receives the option it
+            //# may either choose to do nothing or it will resend the missing
+            //# data immediately and then continue sending data where it left
+            //# off before receiving the nak." Its TCP "assumed that lost
+            //# packets were the result of noise and not congestion" (§4.2):
+            //# the window is left as it is.
+            let end = nak
+                .seq
+                .saturating_add(u64::from(nak.segments) * u64::from(self.cfg.mss));
+            let marked = self.board.mark_lost_range(nak.seq, end);
+            if marked > 0 {
+                self.stats.naks_received += 1;
+                self.nak_due = self.nak_due.saturating_add(marked);
+            }
+        }
+        if self.cfg.recovery == Recovery::Tahoe {
+            //# RFC 1106 §4.3: with NAKs the duplicate-ACK rule "is no longer
+            //# needed since the sender can use the reception of a nak as its
+            //# indicator that a particular packet was dropped".
+            if !self.cfg.nak
+                && self.state == State::Open
+                && self.outstanding() > 0
+                && self.dupacks == self.cfg.dup_thresh
+            {
+                //# §4.3 (4.3BSD): "it then assumes that a packet has been lost
+                //# and will resend the one packet assumed lost, and close its
+                //# send window as if the network is congested and the slow
+                //# start algorithm ... will be used to open the send window."
+                self.window.on_timeout(self.outstanding());
+                self.board.mark_head_lost();
+                self.force_retx = true;
+                self.timed = None;
+                // tcp_input zeroes the timer; tcp_output restarts it.
+                self.rto_at = Some(self.rtt.deadline(now));
+                self.stats.fast_recoveries += 1;
+            }
+            return;
+        }
         let head_lost = if sack_mode {
             self.board.mark_lost_by_sack(self.cfg.dup_thresh)
         } else {
@@ -311,6 +375,8 @@ impl TcpSender {
         self.rto_at = None;
         self.stats.timeouts += 1;
         self.rtt.on_timeout();
+        self.timed = None;
+        self.nak_due = 0;
         if self.state == State::SynSent {
             self.syn_due = true;
             return;
@@ -335,6 +401,11 @@ impl TcpSender {
     }
 
     fn stamp(&self, seg: &mut Segment, now: Instant) {
+        if self.cfg.window == WindowOption::Rfc1106BigWindow && seg.kind == SegKind::Data {
+            //# RFC 1106 §3.1: "every succeeding packet must contain the
+            //# following option" -- the sender's own receive window.
+            seg.wnd_upper = Some(big_window::split(self.cfg.rcv_wnd).1);
+        }
         if self.cfg.timestamps {
             // TSval 0 means "none" to the receiver; the model's clock starts at 0.
             seg.ts_val = now.as_nanos().max(1);
@@ -349,15 +420,24 @@ impl TcpSender {
             }
             self.syn_due = false;
             self.start_timer_if_idle(now);
+            if self.cfg.rtt_timing == RttTiming::OneSegment && self.stats.timeouts == 0 {
+                self.timed = Some((0, now));
+            }
             let mut syn = Segment::new(SegKind::Syn);
             self.stamp(&mut syn, now);
             return Some(syn);
         }
         let mss = u64::from(self.cfg.mss);
         let room = self.window.cwnd as u64 >= self.pipe() + mss;
-        if self.force_retx || room {
+        if self.force_retx || self.nak_due > 0 || room {
             if let Some((seq, len)) = self.board.next_retransmission(now) {
-                self.force_retx = false;
+                if self.force_retx {
+                    self.force_retx = false;
+                } else {
+                    self.nak_due = self.nak_due.saturating_sub(1);
+                }
+                // Karn: a retransmission ends 4.3BSD's timing.
+                self.timed = None;
                 self.stats.segments_sent += 1;
                 self.stats.retransmissions += 1;
                 self.stats.retransmitted_bytes += u64::from(len);
@@ -370,6 +450,7 @@ impl TcpSender {
                 return Some(seg);
             }
             self.force_retx = false;
+            self.nak_due = 0;
         }
         if !room {
             return None;
@@ -391,6 +472,9 @@ impl TcpSender {
         seg.seq = self.snd_nxt;
         seg.len = len;
         self.snd_nxt += u64::from(len);
+        if self.cfg.rtt_timing == RttTiming::OneSegment && self.timed.is_none() {
+            self.timed = Some((self.snd_nxt, now));
+        }
         self.stats.segments_sent += 1;
         self.start_timer_if_idle(now);
         self.stamp(&mut seg, now);
