@@ -34,20 +34,30 @@ pub enum FileError {
     /// Reading, creating or writing failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: std::io::Error,
     },
     /// A line does not parse.
     #[error("{path}:{line}: {reason}")]
     Parse {
+        /// The file.
         path: PathBuf,
+        /// Its line, from 1.
         line: usize,
+        /// What is wrong with it.
         reason: String,
     },
     /// The private key file can be read by other users (ssh refuses such keys too).
     #[error("{path}: private key is accessible by others (mode {mode:o}); run `chmod 600` on it")]
-    Permissions { path: PathBuf, mode: u32 },
+    Permissions {
+        /// The private key file.
+        path: PathBuf,
+        /// Its mode bits.
+        mode: u32,
+    },
     /// None of `$NETBLT_HOME`, `$XDG_CONFIG_HOME`, `$HOME` is set.
     #[error("no key directory: set NETBLT_HOME (or XDG_CONFIG_HOME or HOME)")]
     NoDirectory,

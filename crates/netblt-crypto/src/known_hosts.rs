@@ -41,10 +41,15 @@ pub enum HostKeyError {
         .found.fingerprint()
     )]
     Changed {
+        /// `host:port` as pinned.
         host: String,
+        /// The pinned key.
         expected: PublicKey,
+        /// The key the host presented.
         found: PublicKey,
+        /// The known_hosts file.
         path: PathBuf,
+        /// The pinning line, from 1.
         line: usize,
     },
 }

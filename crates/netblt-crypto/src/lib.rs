@@ -20,6 +20,8 @@
 //! No cryptographic primitive is implemented here; docs/security.md has the design, the
 //! wire formats and the threat model.
 
+#![deny(missing_docs)]
+
 pub mod authorized;
 pub mod code;
 pub mod dos;

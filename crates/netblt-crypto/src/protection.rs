@@ -179,12 +179,19 @@ pub enum OpenError {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ProtectionStats {
+    /// Packets sealed.
     pub sealed: u64,
+    /// Packets that opened (authentic, first time seen).
     pub opened: u64,
+    /// Refused: shorter than header and trailer.
     pub too_short: u64,
+    /// Refused: counter seen before (inside the replay window).
     pub replayed: u64,
+    /// Refused: counter older than the replay window.
     pub too_old: u64,
+    /// Refused: counter past the key's limit.
     pub out_of_range: u64,
+    /// Refused: the tag did not verify (forged or modified).
     pub forged: u64,
 }
 
@@ -199,7 +206,9 @@ impl ProtectionStats {
 /// (opening sets it to 0 for a refused packet).
 #[derive(Debug)]
 pub struct Datagram<'a> {
+    /// Storage with room for the trailer when sealing.
     pub buf: &'a mut [u8],
+    /// Bytes of `buf` in use.
     pub len: usize,
 }
 

@@ -102,6 +102,7 @@ pub enum MessageError {
 /// A parsed envelope, borrowing its parts from the datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HandshakeMessage<'a> {
+    /// Which message of the handshake this is.
     pub kind: Kind,
     /// Initiation only.
     pub pattern: Option<Pattern>,

@@ -53,14 +53,18 @@ pub enum PeerAuth {
 /// The active end's settings.
 #[derive(Clone, Debug)]
 pub struct InitiatorConfig {
+    /// Our long-term key pair.
     pub identity: Identity,
+    /// What we know of the responder: a pinned key, nothing, or a code.
     pub peer: PeerAuth,
+    /// The AEAD suites we offer.
     pub suites: SuiteOffer,
 }
 
 /// The passive end's settings.
 #[derive(Clone, Debug)]
 pub struct ResponderConfig {
+    /// Our long-term key pair.
     pub identity: Identity,
     /// Whom to accept in key mode (IK, XX).
     pub authorization: Authorization,
@@ -69,6 +73,7 @@ pub struct ResponderConfig {
     pub code: Option<OneTimeCode>,
     /// Accept key-mode initiations (false for a receiver that waits only for a code).
     pub accept_keys: bool,
+    /// The AEAD suites we accept, and our preference among them.
     pub suites: SuiteOffer,
 }
 
@@ -108,7 +113,9 @@ pub enum HandshakeError {
         claimed.fingerprint()
     )]
     HostKeyChanged {
+        /// The key we pinned.
         expected: PublicKey,
+        /// The key the responder claims now (unauthenticated).
         claimed: PublicKey,
     },
     /// Code mode: the two ends typed different codes (or someone guessed and failed).
