@@ -33,7 +33,7 @@ pub(crate) const NAK_OPTION: usize = 8;
 pub(crate) const BIG_WINDOW_OPTION: usize = 4;
 
 /// RFC 1106 §3.1: "the lower 16 bits of the receive window go into the tcp
-/// header where it currently resides [6] and the upper 15 bits of the
+/// header where it currently resides \[6\] and the upper 15 bits of the
 /// window is put into the data portion of the option C. When the receiver
 /// processes the packet it must first reform the window".
 pub mod big_window {
