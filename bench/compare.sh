@@ -216,7 +216,7 @@ import json; n = json.load(open('$work/path.json'))['netblt']
 print(max(1 << 20, int(n['data_rate_bps'] / 8 * $DURATION)))")"
     local label="netblt #$i"
     echo "== $label: bench --size $size $flags" >&2
-    "${R[@]}" "$NETBLT" recv --sink --once --json --listen 0.0.0.0:9998 >"$work/nbrecv.json" 2>"$work/nbrecv.log" &
+    "${R[@]}" "$NETBLT" recv --sink --once --json --accept-any --listen 0.0.0.0:9998 >"$work/nbrecv.json" 2>"$work/nbrecv.log" &
     local srv=$!
     sleep 0.5
     # shellcheck disable=SC2086

@@ -130,9 +130,9 @@ run_scenario() {
                 port=$port_n; port_n=$((port_n + 1))
                 args="$NETBLT_ARGS"
                 [ "$kind" = bg ] && args="$NETBLT_BG_ARGS $NETBLT_ARGS"
-                echo "$NETBLT recv --listen 0.0.0.0:$port --sink --json >$d/$label.recv.json 2>$d/$label.recv.err &" >>"$right"
+                echo "$NETBLT recv --listen 0.0.0.0:$port --sink --json $NETBLT_RECV_FLAGS >$d/$label.recv.json 2>$d/$label.recv.err &" >>"$right"
                 # More than the link could carry in the span; stopped by timeout.
-                echo "(sleep $start; timeout -s INT $span $NETBLT bench $WAN_RIGHT:$port --size 100G $args --json >$d/$label.json 2>$d/$label.err) &" >>"$left"
+                echo "(sleep $start; timeout -s INT $span $NETBLT bench $WAN_RIGHT:$port --size 100G $args $NETBLT_SEND_FLAGS --json >$d/$label.json 2>$d/$label.err) &" >>"$left"
                 ;;
             cubic|bbr)
                 port=$port_t; port_t=$((port_t + 1))

@@ -65,7 +65,7 @@ echo "|----------|----------|-----------|------|"
 
 # netblt
 D=$W/netblt; mkdir -p "$D"; P=$(port)
-"$BIN" recv --listen 127.0.0.1:"$P" --dir "$D" >/dev/null 2>"$W/recv.err" & PIDS+=($!)
+"$BIN" recv --listen 127.0.0.1:"$P" --dir "$D" --accept-any >/dev/null 2>"$W/recv.err" & PIDS+=($!)
 sleep 0.3
 T0=$(now); "$BIN" send "$SRC" 127.0.0.1:"$P" --parallel "$PAR" >/dev/null; T1=$(now)
 row "netblt" "$T0" "$T1" "$D/tree"

@@ -133,7 +133,7 @@ run_netblt() {
     local id="$1" ber="$2" seed="$3" name="$4"
     local out="$RESULTS/$id"
     "$NETBLT" emu --name "$name" --profile "$PROFILE" --mtu "$MTU" --ber "$ber" --seed "$seed" --json \
-        --right "exec $NETBLT recv --sink --once --json --listen 0.0.0.0:9998 > $out.recv.json.tmp" \
+        --right "exec $NETBLT recv --sink --once --json --accept-any --listen 0.0.0.0:9998 > $out.recv.json.tmp" \
         -- sh -c "exec $NETBLT bench $RIGHT --size $NETBLT_SIZE $nb_flags --buffer-size 128KiB --buffers 8 --json > $out.send.json.tmp" \
         >"$out.emu.json.tmp" 2>"$out.log" || echo "run $id: exit status $?" >>"$out.log"
     python3 -c "

@@ -125,8 +125,8 @@ run_one() {
                 args="$POLICY_FIXED --rate $FIXED_RATE --buffers $nbuf"
             fi
             timeout_s=$((5 * secs + 60))
-            right="$NETBLT recv --listen 0.0.0.0:9998 --sink --once --json >$d/recv.json 2>$d/recv.err"
-            left="$ping; timeout $timeout_s $NETBLT bench $WAN_RIGHT:9998 --size $size $args --json >$d/send.json 2>$d/send.err; echo \$? >$d/rc; kill \$P"
+            right="$NETBLT recv --listen 0.0.0.0:9998 --sink --once --json $NETBLT_RECV_FLAGS >$d/recv.json 2>$d/recv.err"
+            left="$ping; timeout $timeout_s $NETBLT bench $WAN_RIGHT:9998 --size $size $args $NETBLT_SEND_FLAGS --json >$d/send.json 2>$d/send.err; echo \$? >$d/rc; kill \$P"
             ;;
         bbr|cubic)
             kind=tcp

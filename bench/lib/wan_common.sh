@@ -7,6 +7,14 @@
 # exit.
 
 WAN_RIGHT=198.18.0.2
+# The tool encrypts by default: the receiver accepts any sender's key. With
+# NETBLT_INSECURE=1 both ends run plain RFC 998 (--insecure).
+if [ "${NETBLT_INSECURE:-0}" = 1 ]; then
+    NETBLT_RECV_FLAGS="--insecure"; NETBLT_SEND_FLAGS="--insecure"
+else
+    NETBLT_RECV_FLAGS="--accept-any"; NETBLT_SEND_FLAGS=""
+fi
+export NETBLT_INSECURE="${NETBLT_INSECURE:-0}"
 # Sysctls changed: "KEY OLD NEW" (global, restored on exit) or
 # "netns:KEY NEW" (inside the emulation's namespaces, gone with them).
 WAN_SYSCTLS=()

@@ -21,7 +21,11 @@ import re
 import statistics
 import sys
 
-NETBLT_OVERHEAD = 24 + 8 + 20
+# NETBLT header, UDP, IPv4, and the 24-byte AEAD trailer (counter + tag) of
+# encrypted mode, the tool's default (NETBLT_INSECURE=1 in the environment:
+# plain RFC 998 packets, no trailer).
+import os
+NETBLT_OVERHEAD = 24 + 8 + 20 + (0 if os.environ.get("NETBLT_INSECURE") == "1" else 24)
 TCP_EFF = 1448 / 1500
 
 
@@ -248,7 +252,8 @@ def summary(rows_path, meta_path, out_path, rows=None, meta=None):
             w = med(rs, "wall_time_s")
             print("  %-10s median %s s over %d run(s), bound %.2f s: %s%s" % (
                 c, f(w, "%.2f"), len(rs), float(rs[0]["bound_s"]),
-                "-" if w is None else ("within" if w <= float(rs[0]["bound_s"]) else "OVER"),
+                "-" if w is None else ("FAILED" if any(r.get("error") for r in rs)
+                                       else "within" if w <= float(rs[0]["bound_s"]) else "OVER"),
                 "" if not any(r.get("error") for r in rs) else " (errors: %s)" % sorted({r["error"] for r in rs if r.get("error")})))
     out = {"meta": meta, "cells": agg, "targets": checks, "completion": comp, "runs": rows}
     with open(out_path, "w") as fh:
