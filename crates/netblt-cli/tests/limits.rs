@@ -141,3 +141,61 @@ fn a_one_buffer_window_across_a_long_path_is_the_receivers_window() {
     assert_eq!(v["limit"]["figures"]["window_bytes"], 64_000.0, "{line}");
     eprintln!("why: {}", v["limit"]["message"]);
 }
+
+/// `bench` across an emulated path; the report's JSON line.
+fn bench_across(name: &str, emu: &[&str], size: &str) -> serde_json::Value {
+    let right = format!(
+        "exec {} recv --listen 0.0.0.0:9998 --sink --once --death-timer 5",
+        bin()
+    );
+    let out = Command::new(bin())
+        .args(["emu", "--name", name])
+        .args(emu)
+        .args(["--right", &right, "--"])
+        .args([bin(), "bench", "198.18.0.2:9998", "--size", size, "--json"])
+        .args(["--death-timer", "5"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // `bench --json` prints one pretty-printed object.
+    let (Some(a), Some(b)) = (stdout.find('{'), stdout.rfind('}')) else {
+        panic!("no JSON: {stdout}");
+    };
+    json(&stdout[a..=b])
+}
+
+#[test]
+fn a_short_transfer_on_a_long_path_is_limited_by_start_up() {
+    if !can_emulate() {
+        eprintln!("skipping: needs root and /dev/net/tun");
+        return;
+    }
+    // 100 Mb/s, 100 ms: 1 MB is over before the controller has doubled its
+    // way from 10 Mb/s to the path's rate.
+    let name = format!("s{}", std::process::id() % 100_000);
+    let v = bench_across(&name, &["--rate", "100M", "--delay", "50"], "1M");
+    assert_eq!(v["limit"]["limit"], "startup", "{v}");
+    eprintln!("why: {}", v["limit"]["message"]);
+}
+
+#[test]
+fn a_lossy_path_that_is_filled_is_limited_by_the_path() {
+    if !can_emulate() {
+        eprintln!("skipping: needs root and /dev/net/tun");
+        return;
+    }
+    // 20 Mb/s, 20 ms, 1 % loss each way: the controller holds the path's
+    // rate with the loss taken as noise.
+    let name = format!("p{}", std::process::id() % 100_000);
+    let emu = [
+        "--rate", "20M", "--delay", "10", "--loss", "0.01", "--seed", "3",
+    ];
+    let v = bench_across(&name, &emu, "8M");
+    assert_eq!(v["limit"]["limit"], "path", "{v}");
+    eprintln!("why: {}", v["limit"]["message"]);
+}
