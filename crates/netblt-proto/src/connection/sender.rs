@@ -130,6 +130,8 @@ struct FeedbackIntake {
     app_limited_until: u64,
     sent_packets: u64,
     last_rtt: Option<Duration>,
+    /// The pacing rate last given to the pacer.
+    applied_bps: f64,
 }
 
 impl Sender {
@@ -187,6 +189,12 @@ impl Sender {
     fn apply_rate(&mut self) {
         let Some(r) = &self.rate else { return };
         let bps = r.pacing_bps().max(1.0);
+        // Called on every FEEDBACK (thousands a second): nothing to do
+        // unless the rate moved by a tenth of a percent.
+        if (bps - self.fb.applied_bps).abs() <= bps * 1e-3 {
+            return;
+        }
+        self.fb.applied_bps = bps;
         let psz = self.params.packet_size.max(1);
         // Packets released together: at most the configured quantum (16
         // by default) and at most a millisecond's worth (but eight), so that
@@ -525,26 +533,27 @@ impl Sender {
         if self.pacer.next_send_time(now) > now {
             return None;
         }
-        if self.rate.is_some() {
-            if !self.has_data() {
-                // Idle: samples of the next packets understate the path.
-                let inflight_pkts =
-                    self.inflight_bytes() / u64::from(self.params.packet_size.max(1));
-                self.fb.app_limited_until = self.fb.sent_packets + inflight_pkts.max(1);
-                return None;
-            }
-            if self.cap_blocks_until().is_some_and(|t| t > now) {
-                return None;
-            }
+        let rated = self.rate.is_some();
+        if rated && self.cap_blocks_until().is_some_and(|t| t > now) {
+            return None;
         }
         let psz = usize::from(self.params.packet_size);
         let checksum = self.params.checksum_data;
         let high_ack = seq::truncate(self.high_ack);
         let total = self.bytes_given;
-        let b = self
+        let Some(b) = self
             .bufs
             .iter_mut()
-            .find(|b| b.go && (b.resend.count() > 0 || b.next_new < b.count))?;
+            .find(|b| b.go && (b.resend.count() > 0 || b.next_new < b.count))
+        else {
+            if rated {
+                // Idle: samples of the next packets understate the path.
+                let inflight_pkts =
+                    self.inflight_bytes() / u64::from(self.params.packet_size.max(1));
+                self.fb.app_limited_until = self.fb.sent_packets + inflight_pkts.max(1);
+            }
+            return None;
+        };
         let (p, retransmission) = match b.resend.next_set(0) {
             Some(p) => {
                 b.resend.remove(p);
@@ -571,7 +580,6 @@ impl Sender {
             data,
         };
         let ldata = p + 1 == b.count;
-        let repr_buffer = b.number;
         let data_len = data.len();
         let finished_new = !retransmission && ldata && b.last;
         let out = if gather {
@@ -589,8 +597,9 @@ impl Sender {
         } else {
             Gathered::whole(netblt_wire::emit_data(buf, ldata, ports.0, ports.1, &repr).ok()?)
         };
-        if self.rate.is_some() {
-            let b = self.bufs.iter_mut().find(|b| b.number == repr_buffer)?;
+        if rated {
+            // The send record for delivery-rate and round-trip samples, in
+            // the buffer just used (no second search per packet).
             if b.sent.is_empty() {
                 b.sent = vec![None; b.count as usize];
             }

@@ -55,14 +55,22 @@ pub(crate) fn kind(d: &[u8]) -> Option<(u8, u8)> {
     (d.len() >= HEADER_LEN).then(|| (d[2], d[3]))
 }
 
-/// Local and Foreign Port of a datagram (at least a header long).
+/// A big-endian u16 at `at`, or 0 if the datagram is too short (callers check
+/// `kind` first; this keeps untrusted bytes from reaching an index panic
+/// even if one does not).
+fn be16(d: &[u8], at: usize) -> u16 {
+    d.get(at..at + 2)
+        .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+}
+
+/// Local and Foreign Port of a datagram (0 for a datagram shorter than the
+/// header).
 pub(crate) fn ports(d: &[u8]) -> (u16, u16) {
-    let p = |i: usize| u16::from_be_bytes([d[i], d[i + 1]]);
-    (p(6), p(8))
+    (be16(d, 6), be16(d, 8))
 }
 
 fn length(d: &[u8]) -> usize {
-    usize::from(u16::from_be_bytes([d[4], d[5]]))
+    usize::from(be16(d, 4))
 }
 
 /// The body of a plain OPEN or RESPONSE the engine wrote: its bytes after
