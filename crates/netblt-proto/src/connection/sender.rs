@@ -169,12 +169,7 @@ impl Sender {
             return;
         }
         let negotiated = self.params.rate_bps();
-        let mut rc = config.rate;
-        rc.max_bps = Some(
-            rc.max_bps
-                .map_or(negotiated, |m| (m as f64).min(negotiated)) as u64,
-        );
-        self.rate = Some(rate::controller(&rc, negotiated, uid));
+        self.rate = Some(rate::controller(&config.rate, negotiated, uid));
         self.apply_rate();
     }
 

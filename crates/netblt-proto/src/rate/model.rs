@@ -135,12 +135,15 @@ pub struct Model {
 }
 
 impl Model {
-    /// A controller starting at `config.initial_bps` (at most the negotiated
-    /// rate `fixed_bps` when no maximum is given).
+    /// A controller starting at `config.initial_bps`, never above the
+    /// negotiated burst rate `fixed_bps` (RFC 998: the passive end may lower
+    /// it at OPEN) nor `config.max_bps`.
     pub fn new(config: &RateConfig, fixed_bps: f64, background: bool, seed: u32) -> Self {
-        let max_bps = config.max_bps.map_or(f64::INFINITY, |m| m as f64);
+        let max_bps = config
+            .max_bps
+            .map_or(fixed_bps, |m| (m as f64).min(fixed_bps))
+            .max(1.0);
         let min_bps = (config.min_bps as f64).min(max_bps);
-        let _ = fixed_bps;
         // min/max, not clamp, here and below: clamp panics when the bounds
         // cross, and a library caller may give any numbers.
         let initial = (config.initial_bps as f64)
