@@ -45,13 +45,7 @@ lib="$here/lib"
 # shellcheck source=lib/wan_common.sh
 . "$lib/wan_common.sh"
 
-MODE=full
-case "${1:-}" in
-    --quick) MODE=quick ;;
-    "") ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "usage: bench/fairness.sh [--quick]" >&2; exit 2 ;;
-esac
+wan_mode "$0" "$@"
 if [ "$MODE" = quick ]; then
     REPS="${REPS:-1}"; STAGGER="${STAGGER:-2}"; STAGGER4="${STAGGER4:-2}"; CONVERGE="${CONVERGE:-5}"; WINDOW="${WINDOW:-8}"
 else

@@ -43,13 +43,7 @@ lib="$here/lib"
 # shellcheck source=lib/wan_common.sh
 . "$lib/wan_common.sh"
 
-MODE=full
-case "${1:-}" in
-    --quick) MODE=quick ;;
-    "") ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "usage: bench/wan.sh [--quick]" >&2; exit 2 ;;
-esac
+wan_mode "$0" "$@"
 if [ "$MODE" = quick ]; then
     RTTS="${RTTS:-10 100}"; LOSSES="${LOSSES:-0 1}"; REPS="${REPS:-1}"; DURATION="${DURATION:-8}"
 else

@@ -106,3 +106,16 @@ wan_tcp_sysctls() {
     echo "sysctl -qw net.ipv4.tcp_rmem='$WAN_TCP_MEM' net.ipv4.tcp_wmem='$WAN_TCP_MEM'"
 }
 WAN_SYSCTLS+=("netns:net.ipv4.tcp_rmem = net.ipv4.tcp_wmem = $WAN_TCP_MEM (both namespaces of each TCP run; gone with them)")
+
+# Sets MODE (quick or full) from the script's arguments; --help prints the
+# script's header comment.
+wan_mode() {
+    local script="$1"; shift
+    MODE=full
+    case "${1:-}" in
+        --quick) MODE=quick ;;
+        "") ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$script" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "usage: bench/$(basename "$script") [--quick]" >&2; exit 2 ;;
+    esac
+}
