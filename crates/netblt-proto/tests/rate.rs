@@ -135,3 +135,57 @@ fn fixed_policy_and_plain_peers_keep_rfc998_rates() {
     assert!(p.a.rate_state().is_none());
     assert_eq!(p.b.as_ref().unwrap().stats().feedback_sent, 0);
 }
+
+/// A receiver with a FEEDBACK pending when the peer QUITs: its timer must
+/// not stay in the past (FEEDBACKs go out only while open; a busy loop).
+#[test]
+fn a_pending_feedback_does_not_spin_after_quit() {
+    use netblt_proto::{Connection, Instant};
+    use netblt_wire::{DataRepr, Mode, OpenRepr, Packet, Repr};
+    let cfg = adaptive(Policy::Fair);
+    let open = OpenRepr {
+        uid: 9,
+        buffer_size: 2800,
+        transfer_size: 2800,
+        data_packet_size: 1400 + 24,
+        burst_size: 4,
+        burst_interval_ms: 1,
+        death_timer_s: 30,
+        checksum_data: false,
+        mode: Mode::Write,
+        rate_feedback: true,
+        max_outstanding: 2,
+        client: b"",
+    };
+    let t0 = Instant::ZERO;
+    let mut r = Connection::accept(cfg, &open, 7000, 5000, vec![], t0).unwrap();
+    let mut buf = vec![0u8; 70_000];
+    while r.poll_transmit(t0, &mut buf).is_some() {}
+    let emit = |repr: Repr<'_>| {
+        let p = Packet {
+            local_port: 5000,
+            foreign_port: 7000,
+            repr,
+        };
+        let mut b = vec![0u8; p.buffer_len()];
+        let n = p.emit(&mut b).unwrap();
+        b.truncate(n);
+        b
+    };
+    let payload = vec![7u8; 1400];
+    let data = emit(Repr::Data(DataRepr {
+        buffer: 1,
+        high_ack: 0,
+        packet: 0,
+        last_buffer: false,
+        data_checksum: 0,
+        data: &payload,
+    }));
+    let t1 = Instant::from_millis(1);
+    r.handle_datagram(t1, &data);
+    assert!(r.rate_feedback());
+    r.handle_datagram(t1, &emit(Repr::Quit { reason: b"bye" }));
+    while r.poll_transmit(t1, &mut buf).is_some() {}
+    let t = r.poll_timeout().expect("a dally timer");
+    assert!(t > t1, "timer at {t}, now {t1}: would spin");
+}

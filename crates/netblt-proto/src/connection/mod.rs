@@ -835,7 +835,10 @@ impl Connection {
             t[5] = Some(self.last_tx + self.keepalive_interval());
         }
         t[6] = match &self.data {
-            DataPart::Receiver(r) => r.next_wakeup(),
+            // A FEEDBACK goes out only while open: a pending one must not
+            // keep the timer in the past after a QUIT (a busy loop).
+            DataPart::Receiver(r) if self.state == State::Open => r.next_wakeup(),
+            DataPart::Receiver(r) => r.next_timer(),
             DataPart::Sender(s) if self.state == State::Open => {
                 s.next_data_time(self.last_tx.max(self.last_rx))
             }
