@@ -304,6 +304,7 @@ fn read(
             size: None,
             target: None,
             make: Some(make),
+            digest: true,
         },
         waker.clone(),
     );
@@ -316,25 +317,34 @@ fn read(
 
 /// RFC 1030's memory-to-memory test: sends `size` bytes of a generated
 /// pattern to a receiver, which discards them (`netblt recv --sink`, or any
-/// receiver: such requests are always discarded). Both ends still hash the
-/// data, as for a file. The report's [`io`](TransferReport::io) has the
-/// socket's system-call counters.
+/// receiver: such requests are always discarded). In a plain session both
+/// ends hash the data, as for a file; in an encrypted one they do not
+/// unless [`SendOptions::verify`] asks (every packet is authenticated;
+/// decision K16). The report's [`io`](TransferReport::io) has the socket's
+/// system-call counters.
 pub fn bench(addr: SocketAddr, size: u64, opts: &SendOptions) -> Result<TransferReport, Error> {
     let waker = new_waker()?;
+    let digest = opts.verify || !opts.security.is_encrypted() || size == 0;
+    let pattern = Pattern::new(0x6e65_7462_6c74);
     let transfer = Transfer::new(
         "sink",
         Plan::Send {
-            reader: Input::Pattern(Pattern::new(0x6e65_7462_6c74)),
+            reader: Input::Pattern(if digest {
+                pattern
+            } else {
+                pattern.without_digest()
+            }),
             size: Some(size),
             resume: false,
         },
         waker.clone(),
     );
-    let req = Request::Sink { size };
+    let req = Request::Sink { size, digest };
+    let trailer = if digest { DIGEST_LEN as u64 } else { 0 };
     run(
         addr,
         Mode::Write,
-        Some(size + DIGEST_LEN as u64),
+        Some(size + trailer),
         req.encode(),
         transfer,
         &waker,

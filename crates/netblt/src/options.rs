@@ -105,6 +105,12 @@ pub struct SendOptions {
     /// [`Security::Insecure`](crate::Security::Insecure) in the library
     /// (decision K14); the `netblt` tool encrypts by default.
     pub security: crate::Security,
+    /// [`bench`](crate::bench) only: hash the test data end to end
+    /// (BLAKE3) even in an encrypted session. Files, streams and plain
+    /// (`Insecure`) sessions always carry the digest; an encrypted bench by
+    /// default does not, since every packet's AEAD already authenticates
+    /// each byte and its place (decision K16). Default: off.
+    pub verify: bool,
 }
 
 impl Default for SendOptions {
@@ -133,6 +139,7 @@ impl Default for SendOptions {
             progress: None,
             stop: None,
             security: crate::Security::Insecure,
+            verify: false,
         }
     }
 }

@@ -213,7 +213,12 @@ impl Policy {
 
     fn plan(&self, inc: &Incoming, req: Request) -> Result<(Plan, String, Response), String> {
         match (inc.mode, req) {
-            (Mode::Write, Request::Sink { size }) => {
+            (Mode::Write, Request::Sink { size, digest }) => {
+                // K16: a test may go without the end-to-end digest only when
+                // every packet is authenticated.
+                if !digest && !self.opts.security.is_encrypted() {
+                    return Err("a memory-to-memory test without a digest needs encryption".into());
+                }
                 let target = match &self.data {
                     Data::Handler(_) => {
                         let m = PutMeta {
@@ -231,6 +236,7 @@ impl Policy {
                         size: Some(size),
                         target: Some(target),
                         make: None,
+                        digest,
                     },
                     "sink".into(),
                     Response::default(),
@@ -258,6 +264,7 @@ impl Policy {
                         size,
                         target: Some(target),
                         make: None,
+                        digest: true,
                     },
                     name,
                     resp,

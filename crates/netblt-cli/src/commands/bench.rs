@@ -23,6 +23,12 @@ pub struct BenchArgs {
     /// Bytes to move (XFSZ), e.g. 1G, 300MB, 4GiB.
     #[arg(long, value_parser = parse_size, default_value = "1G")]
     pub size: u64,
+    /// Hash the test data end to end (BLAKE3) even when encrypted. Without
+    /// it an encrypted test relies on every packet's authentication (AEAD
+    /// over each byte and its buffer and packet numbers); plain
+    /// (--insecure) tests and file transfers always carry the digest.
+    #[arg(long)]
+    pub verify: bool,
     #[command(flatten)]
     pub params: ParamFlags,
     #[command(flatten)]
@@ -37,8 +43,10 @@ pub fn bench(
     params: netblt_proto::TransferParams,
     common: &CommonFlags,
     quiet: bool,
+    verify: bool,
 ) -> Result<netblt::TransferReport, netblt::Error> {
     let mut opts = common.send_options(params);
+    opts.verify = verify;
     let bar = if quiet && !common.json_stream {
         Bar::new(true)
     } else {
@@ -57,8 +65,15 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     default_sigpipe();
     let remote = resolve_host(&a.host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
-    let report =
-        bench(remote, a.size, params, &a.common, a.common.machine()).map_err(CliError::from)?;
+    let report = bench(
+        remote,
+        a.size,
+        params,
+        &a.common,
+        a.common.machine(),
+        a.verify,
+    )
+    .map_err(CliError::from)?;
     if a.common.machine() {
         let mut v = serde_json::to_value(&report)?;
         if let (Some(o), Some(io)) = (v.as_object_mut(), report.io) {
@@ -76,14 +91,17 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         println!("{}", table_row(&report));
         if report.error.is_none() {
             println!(
-                "{} in {:.2} s: real {}, steady {}; CPU {:.2} s user + {:.2} s sys; verified (blake3 {})",
+                "{} in {:.2} s: real {}, steady {}; CPU {:.2} s user + {:.2} s sys; {}",
                 fmt_bytes(report.bytes),
                 report.wall_time_s,
                 report.real_throughput_bps.map_or("-".into(), fmt_rate),
                 report.steady_throughput_bps.map_or("-".into(), fmt_rate),
                 report.cpu_user_s,
                 report.cpu_sys_s,
-                report.digest.as_deref().and_then(|d| d.get(..16)).unwrap_or("-"),
+                report.digest.as_deref().map_or_else(
+                    || "authenticated per packet (no digest)".to_string(),
+                    |d| format!("verified (blake3 {})", d.get(..16).unwrap_or(d))
+                ),
             );
             if let Some(w) = why(&report) {
                 println!("{w}");

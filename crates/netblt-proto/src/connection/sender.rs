@@ -132,6 +132,8 @@ struct FeedbackIntake {
     last_rtt: Option<Duration>,
     /// The pacing rate last given to the pacer.
     applied_bps: f64,
+    /// Packets per pacing group at that rate (0 until a rate is applied).
+    group: u16,
 }
 
 impl Sender {
@@ -201,6 +203,7 @@ impl Sender {
         let ns = f64::from(q) * f64::from(psz) * 8.0 / bps * 1e9;
         let interval = Duration::from_nanos(ns.clamp(1.0, 60e9) as u64);
         self.pacer.set_rate_exact(q, interval);
+        self.fb.group = q;
         let (size, ms) = TransferParams::burst_for_rate(bps as u64, psz);
         let old = self.params.rate_bps();
         self.params.burst_size = size;
@@ -283,6 +286,7 @@ impl Sender {
             lost: u64::from(d_lost),
             inflight_bytes: self.inflight_bytes(),
             packet_bytes: u32::from(self.params.packet_size),
+            group_packets: u32::from(self.fb.group),
         };
         if let Some(r) = rec {
             let rtt = now.saturating_duration_since(r.at).saturating_sub(hold);

@@ -134,6 +134,9 @@ pub struct RateSample {
     pub inflight_bytes: u64,
     /// Payload bytes per packet.
     pub packet_bytes: u32,
+    /// Packets the pacer releases back to back (its group): they reach the
+    /// bottleneck together and queue there briefly whatever the rate.
+    pub group_packets: u32,
 }
 
 /// Why the rate is what it is, for progress bars and JSON.

@@ -11,7 +11,9 @@
 //! * OPEN, READ: `{"v":1,"op":"get","name":"rel/path"}`, with `--resume`
 //!   also `"have":{"size":N,"mtime":NS,"from":K,"prefix":"hex"}`: this end
 //!   holds the first K bytes of a file that had that size and mtime.
-//! * OPEN, WRITE, benchmark: `{"v":1,"op":"sink","size":N}`
+//! * OPEN, WRITE, benchmark: `{"v":1,"op":"sink","size":N}`; in an
+//!   encrypted session `"digest":false` may follow: the transfer then
+//!   carries exactly `size` bytes, no digest (decision K16)
 //! * RESPONSE: `{"v":1}`; answering a `get`, the file's `size`, `mtime` and
 //!   `mode`; accepting a resume, `"from":K,"prefix":"hex"` (put: what the
 //!   receiver has; get: the offer accepted); `note` says why a partial copy
@@ -58,8 +60,10 @@ pub(crate) enum Request {
     },
     /// Send us the file `name` (READ mode); `have`: we hold part of it.
     Get { name: String, have: Option<Have> },
-    /// Discard `size` bytes (WRITE mode, RFC 1030's memory-to-memory test).
-    Sink { size: u64 },
+    /// Discard `size` bytes (WRITE mode, RFC 1030's memory-to-memory test);
+    /// `digest: false`: no end-to-end digest follows the data (only asked
+    /// for, and only honoured, in an encrypted session, decision K16).
+    Sink { size: u64, digest: bool },
 }
 
 /// The passive end's answer.
@@ -100,6 +104,8 @@ struct Wire {
     prefix: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     note: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    digest: Option<bool>,
 }
 
 fn to_bytes(w: &Wire) -> Vec<u8> {
@@ -132,9 +138,10 @@ impl Request {
                 w.name = Some(name.clone());
                 w.have = have.clone();
             }
-            Request::Sink { size } => {
+            Request::Sink { size, digest } => {
                 w.op = Some("sink".into());
                 w.size = Some(*size);
+                w.digest = (!digest).then_some(false);
             }
         }
         to_bytes(&w)
@@ -168,6 +175,7 @@ impl Request {
             }),
             Some("sink") => Ok(Request::Sink {
                 size: w.size.ok_or_else(|| "request without a size".to_string())?,
+                digest: w.digest.unwrap_or(true),
             }),
             Some(other) => Err(format!("unknown operation '{other}'")),
             None => Err("request without an operation".into()),
@@ -239,7 +247,10 @@ mod tests {
                 name: "x".into(),
                 have: None,
             },
-            Request::Sink { size: 1 << 40 },
+            Request::Sink {
+                size: 1 << 40,
+                digest: false,
+            },
         ] {
             let b = r.encode();
             assert!(!b.contains(&0));
@@ -247,7 +258,14 @@ mod tests {
         }
         // The forms older peers send and expect are unchanged.
         assert_eq!(
-            std::str::from_utf8(&Request::Sink { size: 5 }.encode()).ok(),
+            std::str::from_utf8(
+                &Request::Sink {
+                    size: 5,
+                    digest: true,
+                }
+                .encode()
+            )
+            .ok(),
             Some(r#"{"v":1,"op":"sink","size":5}"#)
         );
         assert_eq!(

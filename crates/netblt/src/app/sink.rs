@@ -48,7 +48,8 @@ pub(crate) enum Output {
     /// The last buffer was checked (and the file committed): the digest, or
     /// why not.
     /// With the data's length.
-    Verdict(Result<([u8; DIGEST_LEN], u64), AppError>),
+    /// No digest when the transfer carried none (K16).
+    Verdict(Result<(Option<[u8; DIGEST_LEN]>, u64), AppError>),
     /// A resumed transfer starts at this offset (the sender's choice).
     From(u64),
 }
@@ -61,13 +62,20 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
-    /// `size`: the data's length, if announced.
-    pub(crate) fn spawn(size: Option<u64>, target: Target, waker: Arc<Waker>) -> Sink {
+    /// `size`: the data's length, if announced; `digest`: a BLAKE3 digest
+    /// follows the data and is checked (always, but for a memory-to-memory
+    /// test in an encrypted session whose sender asked for none, K16).
+    pub(crate) fn spawn(
+        size: Option<u64>,
+        target: Target,
+        digest: bool,
+        waker: Arc<Waker>,
+    ) -> Sink {
         let (tx, rx) = mpsc::sync_channel::<(Vec<u8>, bool)>(DEPTH);
         let (otx, orx) = mpsc::channel::<Output>();
         let handle = std::thread::Builder::new()
             .name("netblt-write".into())
-            .spawn(move || write_loop(size, target, &rx, &otx, &waker))
+            .spawn(move || write_loop(size, target, digest, &rx, &otx, &waker))
             .ok();
         Sink {
             input: Some(tx),
@@ -119,6 +127,8 @@ struct Writer {
     tree: TreeHasher,
     /// Units already in the journal.
     recorded: usize,
+    /// A digest follows the data (else every byte is data, unhashed).
+    digest: bool,
     /// Where the data start in the file, and data bytes written since.
     from: u64,
     data: u64,
@@ -160,7 +170,9 @@ impl Writer {
         if self.size.is_some_and(|s| self.from + self.data > s) {
             return Err(mismatch(&self.shown, "peer sent more data than announced"));
         }
-        self.tree.update(bytes);
+        if self.digest {
+            self.tree.update(bytes);
+        }
         match &mut self.target {
             Target::File(p) => {
                 p.write(bytes).map_err(|e| AppError::io(&self.shown, &e))?;
@@ -210,6 +222,10 @@ impl Writer {
                 return Ok(false);
             }
         }
+        if !self.digest {
+            self.data_out(rest)?;
+            return Ok(last);
+        }
         let n = self.carry.len() + rest.len();
         if !last && n <= DIGEST_LEN {
             self.carry.extend_from_slice(rest);
@@ -233,6 +249,7 @@ impl Writer {
 fn write_loop(
     size: Option<u64>,
     target: Target,
+    digest: bool,
     input: &Receiver<(Vec<u8>, bool)>,
     output: &mpsc::Sender<Output>,
     waker: &Waker,
@@ -261,6 +278,7 @@ fn write_loop(
         size,
         tree: TreeHasher::new(),
         recorded: 0,
+        digest,
         from: 0,
         data: 0,
         header: resumable.then(Vec::new),
@@ -293,8 +311,8 @@ fn write_loop(
             let e = mismatch(&shown, "transfer shorter than announced");
             return send(Output::Verdict(Err(e)));
         }
-        let digest = w.tree.finalize();
-        if digest[..] != w.carry[..] {
+        let digest = w.digest.then(|| w.tree.finalize());
+        if digest.is_some_and(|d| d[..] != w.carry[..]) {
             end(w.target, false);
             let e = AppError::new(
                 Kind::Failed,

@@ -36,6 +36,9 @@ pub(crate) enum Plan {
         size: Option<u64>,
         target: Option<Target>,
         make: Option<MakeTarget>,
+        /// A BLAKE3 digest follows the data (false only for a digest-less
+        /// sink in an encrypted session, decision K16).
+        digest: bool,
     },
 }
 
@@ -153,7 +156,12 @@ impl Transfer {
                 );
                 self.data = Data::Sending(src);
             }
-            Plan::Receive { size, target, make } => {
+            Plan::Receive {
+                size,
+                target,
+                make,
+                digest,
+            } => {
                 let size = size.or(response.size);
                 self.size = size;
                 let target = match (target, make) {
@@ -163,7 +171,8 @@ impl Transfer {
                 };
                 match target {
                     Ok(t) => {
-                        self.data = Data::Receiving(Sink::spawn(size, t, Arc::clone(&self.waker)))
+                        self.data =
+                            Data::Receiving(Sink::spawn(size, t, digest, Arc::clone(&self.waker)))
                     }
                     Err(e) => self.fail(now, conn, e),
                 }
@@ -186,7 +195,7 @@ impl Transfer {
             }
             match verdict {
                 Some(Ok((d, len))) => {
-                    self.digest = Some(d);
+                    self.digest = d;
                     self.size = Some(len);
                     self.verified = true;
                     conn.confirm_last(now, Ok(()));
@@ -293,7 +302,7 @@ impl Transfer {
                     if let Output::Verdict(r) = o {
                         match r {
                             Ok((d, len)) => {
-                                self.digest = Some(d);
+                                self.digest = d;
                                 self.size = Some(len);
                                 self.verified = true;
                             }
