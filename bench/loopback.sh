@@ -5,8 +5,9 @@
 #
 # 1. kernel TCP: iperf3 on 127.0.0.1, REPS runs of SECS seconds;
 # 2. netblt memory to memory: `netblt bench` against `netblt recv --sink`,
-#    REPS runs of SIZE bytes (data hashed with BLAKE3 at both ends), each
-#    encrypted (the default) and --insecure, alternating;
+#    REPS runs of SIZE bytes, each encrypted (the default: every packet
+#    AEAD-authenticated, no end-to-end digest, decision K16) and --insecure
+#    (data hashed with BLAKE3 at both ends), alternating;
 # 3. netblt file to file: a FILE_SIZE file on /dev/shm sent to a receiver
 #    writing to /dev/shm (read, hash, send, receive, hash, write, fsync,
 #    rename);
