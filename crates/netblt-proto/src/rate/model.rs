@@ -62,6 +62,8 @@ const CONGESTION_BETA: f64 = 0.9;
 const YIELD_BETA: f64 = 0.7;
 /// Rounds of BBR-style competition once a queue is found not to be ours.
 const FOREIGN_ROUNDS: u32 = 64;
+/// The first probe's gain in that competition (BBR v1's PROBE_BW gain).
+const FOREIGN_PROBE_GAIN: f64 = 1.25;
 /// FAST mode: bytes of its own a flow keeps queued, in packets.
 const FAST_ALPHA: f64 = 10.0;
 /// Rounds with fewer packets than this say nothing about loss.
@@ -239,7 +241,13 @@ impl Model {
     /// the 250 us interval, 7 Gb/s where 19 Gb/s was possible; at 100 ms,
     /// where the interval is a tenth of the round trip, 0.92 of the path).
     fn feedback_allowance(&self) -> f64 {
-        let gap = self.feedback_gap.get().unwrap_or(0.0);
+        // The caps' own margins (1.05 w + 2 packets; 2 BDP) were sized for
+        // FEEDBACK every eighth of a round trip: only a longer gap (the
+        // 250 us floor on short paths, a lost FEEDBACK) needs room. Giving
+        // the whole gap at 100 ms let probes queue more and lose more
+        // (954 against 680 packets for 95 MB at 1 % loss, emulator).
+        let nominal = self.min_rtt.map_or(0.0, |r| r.as_secs_f64() / 8.0);
+        let gap = (self.feedback_gap.get().unwrap_or(0.0) - nominal).max(0.0);
         self.bottleneck() / 8.0 * gap
     }
 
@@ -289,8 +297,18 @@ impl Model {
         // often keeps the queue short; a second is still quick enough to
         // find freed capacity). Random so flows do not probe in step.
         let r = self.next_random();
-        self.cruise_left = 4 + r % 5;
-        self.cruise_until = self.now + Duration::from_millis(500 + u64::from(r >> 8) % 500);
+        if self.foreign_rounds > 0 {
+            // Competing with a flow that keeps the queue full (CUBIC, BBR):
+            // probe as BBR does, 1.25x about every eight rounds, whatever
+            // the wall clock; probing gently and at most every half second
+            // left us 0.39 of BBR's rate on the emulator.
+            self.probe_gain = FOREIGN_PROBE_GAIN;
+            self.cruise_left = 5 + r % 3;
+            self.cruise_until = self.now;
+        } else {
+            self.cruise_left = 4 + r % 5;
+            self.cruise_until = self.now + Duration::from_millis(500 + u64::from(r >> 8) % 500);
+        }
         if !matches!(self.reason, RateReason::Congestion | RateReason::Noise) {
             self.reason = RateReason::Steady;
         }
