@@ -51,6 +51,7 @@
 //! per wall-clock second.
 
 pub mod dumbbell;
+mod ethernet;
 mod event;
 mod host;
 pub mod metrics;
@@ -63,6 +64,7 @@ pub mod tcp;
 pub mod tcp_path;
 pub mod transfer;
 
+pub use ethernet::SegmentStats;
 pub use host::HostStats;
 pub use netblt_link::profiles::{self, HostModel, Profile};
 pub use netblt_link::{LinkConfig, LinkStats};
