@@ -12,6 +12,7 @@
 pub mod fmt;
 pub mod rfc1030;
 pub mod rfc1030_s8;
+pub mod rfc1030_sensitivity;
 pub mod rfc1106;
 pub mod rfc415;
 pub mod summary;
@@ -49,6 +50,10 @@ pub struct Report {
     pub quick: bool,
     pub seeds: Vec<u64>,
     pub rfc1030: Vec<(String, Vec<rfc1030::RowResult>)>,
+    /// Appendix III rerun with the other Subnet 26 hosts' load from 0 to 30 %.
+    pub rfc1030_segment_sweep: Vec<rfc1030_sensitivity::LoadRow>,
+    /// Appendix IV's BI-90 rows with ten times the transfer size.
+    pub rfc1030_wideband_long: Vec<rfc1030_sensitivity::LongRow>,
     /// RFC 1030 §8's proposed experiment: parallel NETBLT processes.
     pub rfc1030_s8: Vec<rfc1030_s8::ParallelRow>,
     pub xunet_table_i: Vec<xunet::EchoRow>,
@@ -72,6 +77,8 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         .iter()
         .map(|a| rfc1030::distinct_inputs(a) as u64)
         .sum::<u64>()
+        + rfc1030_sensitivity::LOADS.len() as u64
+        + 7
         + 14
         + 7;
     let mut done = 0u64;
@@ -85,6 +92,20 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         })?;
         rfc1030_out.push((a.id.to_string(), rows));
     }
+    progress("RFC 1030 appendix III against Subnet 26's load", done, total);
+    let sweep = rfc1030_sensitivity::segment_sweep(&seeds, &mut || {
+        done += 1;
+        progress("RFC 1030 appendix III against Subnet 26's load", done, total);
+    })?;
+    let short = rfc1030_out
+        .iter()
+        .find(|(id, _)| id == "IV")
+        .map(|(_, rows)| rows.as_slice())
+        .unwrap_or_default();
+    let long = rfc1030_sensitivity::wideband_long(short, &seeds, &mut || {
+        done += 1;
+        progress("RFC 1030 appendix IV, longer transfers", done, total);
+    })?;
     progress("RFC 1030 §8 (parallel NETBLT processes)", done, total);
     let s8 = rfc1030_s8::run(if opts.quick { 60.0 } else { 180.0 }, 1)?;
     done += 1;
@@ -119,6 +140,8 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         quick: opts.quick,
         seeds,
         rfc1030: rfc1030_out,
+        rfc1030_segment_sweep: sweep,
+        rfc1030_wideband_long: long,
         rfc1030_s8: s8,
         xunet_table_i: t1,
         xunet_figure_3: f3,
@@ -281,6 +304,16 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
             &format!("rfc1030-appendix-{}", id.to_lowercase()),
             &format!("appendix {id}"),
         );
+        if id == "III" {
+            s.push_str(include_str!("notes_rfc1030_sweep.md"));
+            s.push('\n');
+            s.push_str(&rfc1030_sensitivity::md_sweep(&r.rfc1030_segment_sweep));
+        }
+        if id == "IV" {
+            s.push_str(include_str!("notes_rfc1030_long.md"));
+            s.push('\n');
+            s.push_str(&rfc1030_sensitivity::md_long(&r.rfc1030_wideband_long));
+        }
     }
     s.push_str(include_str!("notes_rfc1030_s8.md"));
     s.push('\n');
@@ -314,6 +347,8 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
     let _ = writeln!(s, "\n### Table IV: transfer test to Fishonaplatter\n");
     s.push_str(&xunet::md_table_iv(&r.xunet_table_iv));
     s.push_str(include_str!("notes_rfc1106.md"));
+    s.push('\n');
+    s.push_str(&rfc1106::md_scatter(&r.rfc1106));
     let _ = writeln!(
         s,
         "\n### Figure 1: TCP with Big Windows, no NAKs (K/s; ours: mean of {} seed(s), {} s runs)\n",

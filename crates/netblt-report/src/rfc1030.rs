@@ -239,7 +239,18 @@ pub struct Ours {
 
 /// Runs one appendix row's inputs on `profile` for each seed.
 pub fn run_row(profile: &str, row: &PaperRow, seeds: &[u64]) -> anyhow::Result<Ours> {
+    run_row_on(&path_of(profile)?, row, seeds)
+}
+
+/// The simulator path of a named profile.
+pub fn path_of(profile: &str) -> anyhow::Result<PathConfig> {
     let p = profiles::profile(profile).ok_or_else(|| anyhow::anyhow!("no profile {profile}"))?;
+    Ok(PathConfig::from_profile(&p))
+}
+
+/// Runs one appendix row's inputs on `path` for each seed (for the
+/// sensitivity runs, which change one thing of a profile's path).
+pub fn run_row_on(path: &PathConfig, row: &PaperRow, seeds: &[u64]) -> anyhow::Result<Ours> {
     let params = TransferParams {
         packet_size: row.psz,
         buffer_size: row.bfsz,
@@ -252,7 +263,7 @@ pub fn run_row(profile: &str, row: &PaperRow, seeds: &[u64]) -> anyhow::Result<O
         (vec![], vec![], vec![], vec![], vec![]);
     let mut failed = 0;
     for &seed in seeds {
-        let mut spec = TransferSpec::new(PathConfig::from_profile(&p), params, row.xfsz_kb * 1000);
+        let mut spec = TransferSpec::new(path.clone(), params, row.xfsz_kb * 1000);
         spec.seed = seed;
         spec.pacing_clock = PacingClock::FromActualStart;
         let rep = run_transfer(&spec)?;
@@ -306,6 +317,16 @@ pub fn run_appendix(
     seeds: &[u64],
     tick: &mut dyn FnMut(),
 ) -> anyhow::Result<Vec<RowResult>> {
+    run_appendix_on(a, &path_of(a.profile)?, seeds, tick)
+}
+
+/// Runs every row of an appendix on `path` (its profile's, or a variant).
+pub fn run_appendix_on(
+    a: &Appendix,
+    path: &PathConfig,
+    seeds: &[u64],
+    tick: &mut dyn FnMut(),
+) -> anyhow::Result<Vec<RowResult>> {
     let seeds: &[u64] = if a.random {
         seeds
     } else {
@@ -318,7 +339,7 @@ pub fn run_appendix(
         let ours = match cache.iter().find(|(ck, _)| *ck == k) {
             Some((_, o)) => o.clone(),
             None => {
-                let o = run_row(a.profile, row, seeds)?;
+                let o = run_row_on(path, row, seeds)?;
                 tick();
                 cache.push((k, o.clone()));
                 o
