@@ -9,6 +9,8 @@
 //! Everything is deterministic (fixed seeds) except RFC 415's table, which
 //! measures this machine's kernel TCP over loopback and so differs run to run.
 
+#![deny(missing_docs)]
+
 pub mod fmt;
 pub mod rfc1030;
 pub mod rfc1030_s8;
@@ -27,7 +29,9 @@ use serde::Serialize;
 /// What to run and where to write.
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// The Markdown file to write.
     pub out: PathBuf,
+    /// Directory for the figures (PNG and SVG).
     pub figures: PathBuf,
     /// Fewer seeds, repetitions and bytes: minutes become seconds.
     pub quick: bool,
@@ -47,8 +51,11 @@ pub fn seeds(quick: bool) -> Vec<u64> {
 pub struct Report {
     /// Per table: rows, median and worst |error|, trends reproduced.
     pub summary: Vec<summary::TableSummary>,
+    /// Whether this was a `--quick` run.
     pub quick: bool,
+    /// Seeds averaged on random profiles.
     pub seeds: Vec<u64>,
+    /// RFC 1030 appendices II-IV: appendix id and its rows beside ours.
     pub rfc1030: Vec<(String, Vec<rfc1030::RowResult>)>,
     /// Appendix III rerun with the other Subnet 26 hosts' load from 0 to 30 %.
     pub rfc1030_segment_sweep: Vec<rfc1030_sensitivity::LoadRow>,
@@ -56,14 +63,23 @@ pub struct Report {
     pub rfc1030_wideband_long: Vec<rfc1030_sensitivity::LongRow>,
     /// RFC 1030 §8's proposed experiment: parallel NETBLT processes.
     pub rfc1030_s8: Vec<rfc1030_s8::ParallelRow>,
+    /// XUNET Table I: the RTT test, paper and ours.
     pub xunet_table_i: Vec<xunet::EchoRow>,
+    /// XUNET §2.5.2 (84-byte windows): size, paper's min RTT (ms), ours (ms).
     pub xunet_figure_3: Vec<(usize, f64, f64)>,
+    /// XUNET Table II: ZERO/LARGE throughput analysis, paper and ours.
     pub xunet_table_ii: Vec<xunet::ZeroLargeResult>,
+    /// XUNET Table III: throughput against the number of processes.
     pub xunet_table_iii: Vec<xunet::ProcessRow>,
+    /// XUNET Table IV: the transfer test, paper and ours.
     pub xunet_table_iv: Vec<xunet::TransferRow>,
+    /// RFC 1106's Figures 1 and 2, cell by cell.
     pub rfc1106: Vec<rfc1106::Cell>,
+    /// RFC 415's table measured on this machine.
     pub rfc415: Vec<netblt_measure::cpu::CpuRow>,
+    /// Why RFC 415's measurement failed, if it did.
     pub rfc415_error: Option<String>,
+    /// Stems of the figures written (PNG and SVG each).
     pub figures: Vec<String>,
 }
 
@@ -92,10 +108,18 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         })?;
         rfc1030_out.push((a.id.to_string(), rows));
     }
-    progress("RFC 1030 appendix III against Subnet 26's load", done, total);
+    progress(
+        "RFC 1030 appendix III against Subnet 26's load",
+        done,
+        total,
+    );
     let sweep = rfc1030_sensitivity::segment_sweep(&seeds, &mut || {
         done += 1;
-        progress("RFC 1030 appendix III against Subnet 26's load", done, total);
+        progress(
+            "RFC 1030 appendix III against Subnet 26's load",
+            done,
+            total,
+        );
     })?;
     let short = rfc1030_out
         .iter()

@@ -13,15 +13,25 @@ use super::fmt::{error_pct, fmt_error, mean, num, table};
 /// One row of an appendix: inputs, then the paper's #LOSS, #RXM, DTMOS, SPEED.
 #[derive(Clone, Copy, Debug)]
 pub struct PaperRow {
+    /// Packets per burst (BS).
     pub bs: u16,
+    /// Burst interval in milliseconds (BI).
     pub bi: u16,
+    /// Data bytes per packet (PSZ).
     pub psz: u16,
+    /// Bytes per buffer (BFSZ).
     pub bfsz: u32,
+    /// Transfer size in units of 1000 bytes (XFSZ).
     pub xfsz_kb: u64,
+    /// Outstanding buffers (NBUFS).
     pub nbufs: u16,
+    /// Data packets lost (#LOSS).
     pub loss: u32,
+    /// Data packets retransmitted (#RXM).
     pub rxm: u32,
+    /// Data timeouts at the receiver (DTMOS); appendix IV has no such column.
     pub dtmos: Option<u32>,
+    /// Steady-state throughput in Mb/s (SPEED).
     pub speed: f64,
 }
 
@@ -190,14 +200,19 @@ pub const WIDEBAND: &[PaperRow] = &[
 
 /// One appendix: its rows and the profile they run on.
 pub struct Appendix {
+    /// Appendix number, as in the RFC ("II", "III", "IV").
     pub id: &'static str,
+    /// The network, as the report titles it.
     pub title: &'static str,
+    /// The `netblt_link` profile the rows run on.
     pub profile: &'static str,
+    /// The paper's rows, in the paper's order.
     pub rows: &'static [PaperRow],
     /// The profile draws random numbers (noise, spikes, host loss).
     pub random: bool,
 }
 
+/// The three appendices with measured tables.
 pub const APPENDICES: [Appendix; 3] = [
     Appendix {
         id: "II",
@@ -225,9 +240,13 @@ pub const APPENDICES: [Appendix; 3] = [
 /// Our result for one set of inputs, averaged over seeds.
 #[derive(Clone, Debug, Serialize)]
 pub struct Ours {
+    /// Seeds the row ran with.
     pub seeds: Vec<u64>,
+    /// Mean data packets lost per run (#LOSS).
     pub loss: f64,
+    /// Mean data packets retransmitted per run (#RXM).
     pub rxm: f64,
+    /// Mean data timeouts per run (DTMOS).
     pub dtmos: f64,
     /// Mean steady-state throughput, Mb/s, over the runs that finished.
     pub speed: f64,
@@ -292,17 +311,29 @@ pub fn run_row_on(path: &PathConfig, row: &PaperRow, seeds: &[u64]) -> anyhow::R
 /// A paper row with our result beside it.
 #[derive(Clone, Debug, Serialize)]
 pub struct RowResult {
+    /// Packets per burst (BS).
     pub bs: u16,
+    /// Burst interval, ms (BI).
     pub bi: u16,
+    /// Data bytes per packet (PSZ).
     pub psz: u16,
+    /// Bytes per buffer (BFSZ).
     pub bfsz: u32,
+    /// Transfer size, units of 1000 bytes (XFSZ).
     pub xfsz_kb: u64,
+    /// Outstanding buffers (NBUFS).
     pub nbufs: u16,
+    /// The paper's #LOSS.
     pub paper_loss: u32,
+    /// The paper's #RXM.
     pub paper_rxm: u32,
+    /// The paper's DTMOS (none in appendix IV).
     pub paper_dtmos: Option<u32>,
+    /// The paper's SPEED, Mb/s.
     pub paper_speed: f64,
+    /// Ours for the same inputs.
     pub ours: Ours,
+    /// (ours - paper) / paper of SPEED, %.
     pub speed_error_pct: Option<f64>,
 }
 

@@ -218,7 +218,11 @@ pub fn md_long(rows: &[LongRow]) -> String {
                 if r.psz > 1432 { "yes" } else { "no" }.into(),
                 num(r.paper_speed, 3),
                 num(r.paper_rxm, 0),
-                format!("{} ({})", num(r.ours_speed, 3), crate::fmt::fmt_error(error_pct(r.paper_speed, r.ours_speed))),
+                format!(
+                    "{} ({})",
+                    num(r.ours_speed, 3),
+                    crate::fmt::fmt_error(error_pct(r.paper_speed, r.ours_speed))
+                ),
                 format!(
                     "{} ({})",
                     num(r.ours_long_speed, 3),

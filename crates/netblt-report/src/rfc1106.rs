@@ -77,21 +77,28 @@ pub const KERNEL_SACK_ON: [[f64; 3]; 9] = [
 /// One cell of a figure.
 #[derive(Clone, Debug, Serialize)]
 pub struct Cell {
+    /// Receive window, K (1024 bytes).
     pub window_k: u64,
+    /// Bit-error rate applied to both directions.
     pub ber: f64,
+    /// Whether the NAK option is on (Figure 2) or off (Figure 1).
     pub nak: bool,
     /// K/s (1024 bytes per second), the paper's.
     pub paper: f64,
     /// K/s, ours: mean over the seeds of the whole run's rate (from the SYN).
     pub ours: f64,
+    /// (ours - paper) / paper, %.
     pub error_pct: Option<f64>,
     /// K/s, today's kernel TCP (see [`KERNEL_SACK_OFF`]).
     pub kernel: f64,
     /// Per run, averaged: bit-error drops of data segments, fast
     /// retransmits, timeouts, NAKs received.
     pub drops: f64,
+    /// Fast retransmits per run (three duplicate ACKs).
     pub fast_retransmits: f64,
+    /// Retransmission timeouts per run.
     pub timeouts: f64,
+    /// NAKs the sender acted on per run.
     pub naks: f64,
 }
 

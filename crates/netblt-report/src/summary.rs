@@ -9,7 +9,9 @@ use crate::{rfc1030, rfc1030_sensitivity, rfc1106, Report};
 /// One named trend of a paper and whether ours shows it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Trend {
+    /// What the paper explains, in a few words.
     pub name: String,
+    /// Whether ours shows it, by the rule in this module.
     pub reproduced: bool,
     /// The numbers that decide it, paper and ours.
     pub figures: String,
@@ -18,12 +20,17 @@ pub struct Trend {
 /// One table's statistics.
 #[derive(Clone, Debug, Serialize)]
 pub struct TableSummary {
+    /// The table's name (paper and number).
     pub table: String,
     /// What the error is computed on.
     pub quantity: String,
+    /// Rows compared.
     pub rows: usize,
+    /// Median of |ours - paper| / paper over the rows, %.
     pub median_abs_error_pct: f64,
+    /// Largest |ours - paper| / paper, %.
     pub worst_abs_error_pct: f64,
+    /// The paper's trends and whether ours shows them.
     pub trends: Vec<Trend>,
 }
 
@@ -183,11 +190,18 @@ fn segment_trends(sweep: &[rfc1030_sensitivity::LoadRow]) -> Vec<Trend> {
 /// The fragmentation drop with transfers long enough to fill the window.
 fn long_trends(rows: &[rfc1030_sensitivity::LongRow]) -> Vec<Trend> {
     let m = |big: bool, f: fn(&rfc1030_sensitivity::LongRow) -> f64| {
-        let v: Vec<f64> = rows.iter().filter(|r| (r.psz >= 1434) == big).map(f).collect();
+        let v: Vec<f64> = rows
+            .iter()
+            .filter(|r| (r.psz >= 1434) == big)
+            .map(f)
+            .collect();
         crate::fmt::mean(&v)
     };
     let (pb, ps) = (m(true, |r| r.paper_speed), m(false, |r| r.paper_speed));
-    let (ob, os) = (m(true, |r| r.ours_long_speed), m(false, |r| r.ours_long_speed));
+    let (ob, os) = (
+        m(true, |r| r.ours_long_speed),
+        m(false, |r| r.ours_long_speed),
+    );
     if !(pb.is_finite() && ps.is_finite() && ob.is_finite() && os.is_finite()) {
         return Vec::new();
     }

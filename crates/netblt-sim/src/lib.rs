@@ -50,6 +50,8 @@
 //! it is in steady state; `examples/sim_speed.rs` measures simulated packets
 //! per wall-clock second.
 
+#![deny(missing_docs)]
+
 pub mod dumbbell;
 mod ethernet;
 mod event;
