@@ -31,7 +31,14 @@
 //!
 //! What this adds to the 3C500's story (see `host.rs`): a host whose frame
 //! waits for the medium already holds it in the interface's one buffer, so
-//! it is deaf for the whole wait. With two outstanding buffers, the receiver
+//! it is deaf for the whole wait. That is how the board works by its Linux
+//! driver's notes (drivers/net/3c501.c, D. Becker and A. Cox, 1992-2000):
+//! "a single buffer which can be used to receive or transmit a packet. ...
+//! If it's transmitting it's not receiving and vice versa"; to send, the
+//! card is switched from receive mode "to command mode. A packet is loaded
+//! and transmit mode triggered", and after a collision the host itself must
+//! rewind the buffer pointer and trigger the next attempt, so the buffer
+//! stays a transmit buffer through every backoff. With two outstanding buffers, the receiver
 //! of data's control packet waits behind the sender's data frame that is on
 //! the wire, and that data frame then arrives at an interface whose buffer is
 //! taken: lost (§6: "when the receiver of data attempts to send a packet, its
