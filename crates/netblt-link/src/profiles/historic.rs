@@ -155,7 +155,7 @@ pub(super) fn ethernet_3c500() -> Profile {
         },
         sources: "\
 Ethernet: 10 Mb/s (§6), modelled as the hosts' interface rate; 1500-byte IP MTU (1518 with the \
-14-byte header and 4-byte FCS; preamble and inter-frame gap left out). Propagation 10 us: \
+14-byte header and 4-byte FCS; the preamble and inter-frame gap are counted by the shared segment below). Propagation 10 us: \
 ASSUMED. Noise: §6 says MIT's Subnet 26 (about 150 hosts) is \"somewhat noisy\" and that on a \
 two-host Ethernet the drops stopped, \"doubtless due to the absence of extra network traffic\": \
 both hosts transmit on a shared CSMA/CD segment (carrier sense, collisions with a 32-bit jam, \
