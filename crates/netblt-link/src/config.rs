@@ -79,6 +79,67 @@ pub struct LinkConfig {
     /// under either.
     #[serde(skip_serializing_if = "Aqm::is_drop_tail")]
     pub aqm: Aqm,
+    /// IP fragmentation in front of the transmitter: datagrams larger than
+    /// its MTU cross the link as several fragments (RFC 791).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fragmentation: Option<Fragmentation>,
+}
+
+/// IP fragmentation at the link's entrance (a gateway whose next hop has a
+/// smaller MTU), by RFC 791's rules: every fragment carries its own IP
+/// header, and "the data portion of every fragment except the last must be a
+/// multiple of 8 octets" (fragment offsets count 8-octet units). The
+/// fragments are transmitted, lost and delayed one by one; the datagram
+/// arrives when its last fragment has (reassembly at the destination host)
+/// and is lost if any fragment is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fragmentation {
+    /// Largest IP datagram (header included) carried whole.
+    pub mtu: usize,
+    /// IP header bytes, repeated in every fragment.
+    pub ip_header: usize,
+    /// Bytes of the offered length outside the IP datagram (link framing),
+    /// also added to every fragment.
+    pub framing: usize,
+}
+
+impl Fragmentation {
+    /// RFC 791's Total Length is 16 bits: no datagram is longer.
+    pub const MAX_DATAGRAM: usize = 65_535;
+
+    /// Whether a packet of `len` bytes (as offered) holds a datagram longer
+    /// than IP allows, which cannot be fragmented.
+    pub fn too_long(&self, len: usize) -> bool {
+        len.saturating_sub(self.framing) > Self::MAX_DATAGRAM
+    }
+
+    /// Wire lengths of the pieces an offered packet of `len` bytes becomes:
+    /// one piece (`len`) if its datagram fits the MTU.
+    pub fn pieces(&self, len: usize) -> impl Iterator<Item = usize> + '_ {
+        let ip_len = len.saturating_sub(self.framing);
+        let fits = ip_len <= self.mtu;
+        let payload = ip_len.saturating_sub(self.ip_header);
+        // RFC 791: all but the last fragment carry a multiple of 8 data bytes.
+        let chunk = (self.mtu.saturating_sub(self.ip_header) / 8 * 8).max(8);
+        let count = if fits {
+            1
+        } else {
+            payload.div_ceil(chunk).max(1)
+        };
+        (0..count).map(move |i| {
+            if fits {
+                len
+            } else {
+                let data = if i + 1 < count {
+                    chunk
+                } else {
+                    payload - chunk * (count - 1)
+                };
+                self.framing + self.ip_header + data
+            }
+        })
+    }
 }
 
 /// From `at` on, the link serializes at `rate_bps`.
@@ -278,6 +339,14 @@ impl LinkConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.rate_bps == Some(0) {
             return Err(ConfigError::Zero { field: "rate_bps" });
+        }
+        if let Some(f) = &self.fragmentation {
+            // The MTU must leave room for the header and one 8-byte unit.
+            if f.mtu < f.ip_header + 8 {
+                return Err(ConfigError::Zero {
+                    field: "fragmentation.mtu (room for 8 data bytes)",
+                });
+            }
         }
         if self.mtu == Some(0) {
             return Err(ConfigError::Zero { field: "mtu" });

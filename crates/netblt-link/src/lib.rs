@@ -73,7 +73,9 @@ mod stats;
 pub mod trace;
 mod transmitter;
 
-pub use config::{Aqm, ConfigError, DelaySpike, FrameConfig, LinkConfig, LossModel, RateStep};
+pub use config::{
+    Aqm, ConfigError, DelaySpike, Fragmentation, FrameConfig, LinkConfig, LossModel, RateStep,
+};
 pub use link::{packet_error_rate, Delivery, DropReason, Fate, Link};
 pub use stats::{DropCounts, LinkStats};
 pub use trace::{DeliveryTrace, TraceError};

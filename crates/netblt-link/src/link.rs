@@ -176,6 +176,9 @@ impl Link {
         if self.cfg.mtu.is_some_and(|mtu| len > mtu) {
             return self.dropped(DropReason::Mtu, now_d, now_d);
         }
+        if self.cfg.fragmentation.is_some_and(|f| f.too_long(len)) {
+            return self.dropped(DropReason::Mtu, now_d, now_d);
+        }
         self.purge(now_ns);
         if let Some(limit) = self.cfg.queue_limit_bytes {
             if self.queued.saturating_add(len) > limit {
@@ -192,20 +195,67 @@ impl Link {
             }
         }
 
-        let slot = self.tx.transmit(now_ns, len);
-        if slot.end > now_ns {
-            self.queue.push_back((slot.end, len));
-            self.queued = self.queued.saturating_add(len);
-        }
-        let tx_start = Duration::from_nanos(slot.start);
-        let tx_end = Duration::from_nanos(slot.end);
+        // RFC 791 fragmentation at the link's entrance: each piece uses the
+        // transmitter and meets loss, bit errors and delay spikes on its own.
+        let fragments = self
+            .cfg
+            .fragmentation
+            .filter(|f| f.pieces(len).nth(1).is_some());
+        let (tx_start, tx_end, spiked_arrival) = match fragments {
+            None => {
+                let slot = self.tx.transmit(now_ns, len);
+                self.note_queued(now_ns, slot.end, len);
+                let (start, end) = (
+                    Duration::from_nanos(slot.start),
+                    Duration::from_nanos(slot.end),
+                );
+                if self.lose() {
+                    return self.dropped(DropReason::Loss, start, end);
+                }
+                if self.cfg.ber > 0.0
+                    && self.rng.random::<f64>() < packet_error_rate(self.cfg.ber, len)
+                {
+                    return self.dropped(DropReason::BitError, start, end);
+                }
+                (slot.start, slot.end, None)
+            }
+            Some(frag) => {
+                self.stats.fragmented += 1;
+                let (mut start, mut end, mut latest) = (None, now_ns, 0u64);
+                let mut drop = None;
+                for piece in frag.pieces(len) {
+                    let slot = self.tx.transmit(now_ns, piece);
+                    self.note_queued(now_ns, slot.end, piece);
+                    start.get_or_insert(slot.start);
+                    end = slot.end;
+                    // Every piece steps the loss process, lost datagram or not.
+                    let lost = self.lose();
+                    let hit = self.cfg.ber > 0.0
+                        && self.rng.random::<f64>() < packet_error_rate(self.cfg.ber, piece);
+                    if drop.is_none() {
+                        drop = if lost {
+                            Some(DropReason::Loss)
+                        } else if hit {
+                            Some(DropReason::BitError)
+                        } else {
+                            None
+                        };
+                    }
+                    latest = latest.max(slot.end.saturating_add(self.spike()));
+                }
+                let start = start.unwrap_or(now_ns);
+                if let Some(reason) = drop {
+                    let (s, e) = (Duration::from_nanos(start), Duration::from_nanos(end));
+                    return self.dropped(reason, s, e);
+                }
+                // Reassembly: the datagram is whole when its last piece is in.
+                (start, end, Some(latest))
+            }
+        };
+        let tx_start = Duration::from_nanos(tx_start);
+        let slot_end = tx_end;
+        let tx_end = Duration::from_nanos(tx_end);
 
-        if self.lose() {
-            return self.dropped(DropReason::Loss, tx_start, tx_end);
-        }
-        if self.cfg.ber > 0.0 && self.rng.random::<f64>() < packet_error_rate(self.cfg.ber, len) {
-            return self.dropped(DropReason::BitError, tx_start, tx_end);
-        }
         let flip_bit = if len > 0 && self.chance(self.cfg.corrupt) {
             self.stats.corrupted += 1;
             Some(self.rng.random_range(0..len.saturating_mul(8)))
@@ -215,19 +265,28 @@ impl Link {
         let duplicate = self.chance(self.cfg.duplicate);
         let reordered = self.chance(self.cfg.reorder);
 
-        let mut at = slot.end.saturating_add(nanos(self.cfg.delay));
+        let mut at = slot_end.saturating_add(nanos(self.cfg.delay));
         let mut out_of_order = false;
         if reordered {
             self.stats.reordered += 1;
             at = at.saturating_add(nanos(self.cfg.reorder_delay));
             out_of_order = true;
         }
-        if let Some(spike) = &self.cfg.delay_spike {
-            if spike.prob > 0.0 && self.rng.random::<f64>() < spike.prob {
-                let k = self.rng.random_range(1..=spike.max_multiple.max(1));
-                at = at.saturating_add(nanos(spike.quantum).saturating_mul(u64::from(k)));
-                self.stats.spiked += 1;
-                out_of_order = true;
+        match spiked_arrival {
+            // Fragments drew their spikes one by one.
+            Some(latest) => {
+                let extra = latest.saturating_sub(slot_end);
+                if extra > 0 {
+                    at = at.saturating_add(extra);
+                    out_of_order = true;
+                }
+            }
+            None => {
+                let extra = self.spike();
+                if extra > 0 {
+                    at = at.saturating_add(extra);
+                    out_of_order = true;
+                }
             }
         }
         let jitter = nanos(self.cfg.jitter);
@@ -261,6 +320,33 @@ impl Link {
             tx_start,
             tx_end,
             deliveries: [Some(first), second],
+        }
+    }
+
+    /// Records an accepted piece in the queue until its transmission ends.
+    fn note_queued(&mut self, now_ns: u64, end: u64, len: usize) {
+        if end > now_ns {
+            self.queue.push_back((end, len));
+            self.queued = self.queued.saturating_add(len);
+        }
+    }
+
+    /// Draws a delay spike (0 if none): whole multiples of the quantum.
+    fn spike(&mut self) -> u64 {
+        let Some((prob, quantum, max_multiple)) = self
+            .cfg
+            .delay_spike
+            .as_ref()
+            .map(|s| (s.prob, s.quantum, s.max_multiple))
+        else {
+            return 0;
+        };
+        if prob > 0.0 && self.rng.random::<f64>() < prob {
+            let k = self.rng.random_range(1..=max_multiple.max(1));
+            self.stats.spiked += 1;
+            nanos(quantum).saturating_mul(u64::from(k))
+        } else {
+            0
         }
     }
 

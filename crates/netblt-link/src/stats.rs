@@ -72,4 +72,6 @@ pub struct LinkStats {
     pub reordered: u64,
     /// Packets given a delay spike.
     pub spiked: u64,
+    /// Packets split into IP fragments ([`crate::Fragmentation`]).
+    pub fragmented: u64,
 }

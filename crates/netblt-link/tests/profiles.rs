@@ -81,7 +81,14 @@ fn ethernet_pc_at_takes_6_0_and_6_1_ms() {
     assert_eq!(h.nic_buffers, Some(1));
     assert!(h.half_duplex);
     assert_eq!(h.nic_rate_bps, Some(10_000_000));
-    assert!(p.forward.ber > 0.0);
+    // Subnet 26's noise is the other hosts' traffic on the shared segment
+    // (RFC 1030 §6), with the Ethernet specification's access rules.
+    let seg = p.segment.as_ref().expect("a shared segment");
+    assert!(seg.cross.load > 0.0);
+    assert_eq!(seg.slot_time, Duration::from_nanos(51_200));
+    assert_eq!(seg.attempt_limit, 16);
+    assert_eq!(seg.rate_bps, 10_000_000);
+    assert!(seg.validate().is_ok());
 }
 
 #[test]

@@ -9,9 +9,12 @@
 //! Everything is deterministic (fixed seeds) except RFC 415's table, which
 //! measures this machine's kernel TCP over loopback and so differs run to run.
 
+#![deny(missing_docs)]
+
 pub mod fmt;
 pub mod rfc1030;
 pub mod rfc1030_s8;
+pub mod rfc1030_sensitivity;
 pub mod rfc1106;
 pub mod rfc415;
 pub mod summary;
@@ -26,7 +29,9 @@ use serde::Serialize;
 /// What to run and where to write.
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// The Markdown file to write.
     pub out: PathBuf,
+    /// Directory for the figures (PNG and SVG).
     pub figures: PathBuf,
     /// Fewer seeds, repetitions and bytes: minutes become seconds.
     pub quick: bool,
@@ -46,19 +51,35 @@ pub fn seeds(quick: bool) -> Vec<u64> {
 pub struct Report {
     /// Per table: rows, median and worst |error|, trends reproduced.
     pub summary: Vec<summary::TableSummary>,
+    /// Whether this was a `--quick` run.
     pub quick: bool,
+    /// Seeds averaged on random profiles.
     pub seeds: Vec<u64>,
+    /// RFC 1030 appendices II-IV: appendix id and its rows beside ours.
     pub rfc1030: Vec<(String, Vec<rfc1030::RowResult>)>,
+    /// Appendix III rerun with the other Subnet 26 hosts' load from 0 to 30 %.
+    pub rfc1030_segment_sweep: Vec<rfc1030_sensitivity::LoadRow>,
+    /// Appendix IV's BI-90 rows with ten times the transfer size.
+    pub rfc1030_wideband_long: Vec<rfc1030_sensitivity::LongRow>,
     /// RFC 1030 §8's proposed experiment: parallel NETBLT processes.
     pub rfc1030_s8: Vec<rfc1030_s8::ParallelRow>,
+    /// XUNET Table I: the RTT test, paper and ours.
     pub xunet_table_i: Vec<xunet::EchoRow>,
+    /// XUNET §2.5.2 (84-byte windows): size, paper's min RTT (ms), ours (ms).
     pub xunet_figure_3: Vec<(usize, f64, f64)>,
+    /// XUNET Table II: ZERO/LARGE throughput analysis, paper and ours.
     pub xunet_table_ii: Vec<xunet::ZeroLargeResult>,
+    /// XUNET Table III: throughput against the number of processes.
     pub xunet_table_iii: Vec<xunet::ProcessRow>,
+    /// XUNET Table IV: the transfer test, paper and ours.
     pub xunet_table_iv: Vec<xunet::TransferRow>,
+    /// RFC 1106's Figures 1 and 2, cell by cell.
     pub rfc1106: Vec<rfc1106::Cell>,
+    /// RFC 415's table measured on this machine.
     pub rfc415: Vec<netblt_measure::cpu::CpuRow>,
+    /// Why RFC 415's measurement failed, if it did.
     pub rfc415_error: Option<String>,
+    /// Stems of the figures written (PNG and SVG each).
     pub figures: Vec<String>,
 }
 
@@ -72,6 +93,8 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         .iter()
         .map(|a| rfc1030::distinct_inputs(a) as u64)
         .sum::<u64>()
+        + rfc1030_sensitivity::LOADS.len() as u64
+        + 7
         + 14
         + 7;
     let mut done = 0u64;
@@ -85,6 +108,28 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         })?;
         rfc1030_out.push((a.id.to_string(), rows));
     }
+    progress(
+        "RFC 1030 appendix III against Subnet 26's load",
+        done,
+        total,
+    );
+    let sweep = rfc1030_sensitivity::segment_sweep(&seeds, &mut || {
+        done += 1;
+        progress(
+            "RFC 1030 appendix III against Subnet 26's load",
+            done,
+            total,
+        );
+    })?;
+    let short = rfc1030_out
+        .iter()
+        .find(|(id, _)| id == "IV")
+        .map(|(_, rows)| rows.as_slice())
+        .unwrap_or_default();
+    let long = rfc1030_sensitivity::wideband_long(short, &seeds, &mut || {
+        done += 1;
+        progress("RFC 1030 appendix IV, longer transfers", done, total);
+    })?;
     progress("RFC 1030 §8 (parallel NETBLT processes)", done, total);
     let s8 = rfc1030_s8::run(if opts.quick { 60.0 } else { 180.0 }, 1)?;
     done += 1;
@@ -119,6 +164,8 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         quick: opts.quick,
         seeds,
         rfc1030: rfc1030_out,
+        rfc1030_segment_sweep: sweep,
+        rfc1030_wideband_long: long,
         rfc1030_s8: s8,
         xunet_table_i: t1,
         xunet_figure_3: f3,
@@ -281,6 +328,16 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
             &format!("rfc1030-appendix-{}", id.to_lowercase()),
             &format!("appendix {id}"),
         );
+        if id == "III" {
+            s.push_str(include_str!("notes_rfc1030_sweep.md"));
+            s.push('\n');
+            s.push_str(&rfc1030_sensitivity::md_sweep(&r.rfc1030_segment_sweep));
+        }
+        if id == "IV" {
+            s.push_str(include_str!("notes_rfc1030_long.md"));
+            s.push('\n');
+            s.push_str(&rfc1030_sensitivity::md_long(&r.rfc1030_wideband_long));
+        }
     }
     s.push_str(include_str!("notes_rfc1030_s8.md"));
     s.push('\n');
@@ -314,6 +371,8 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
     let _ = writeln!(s, "\n### Table IV: transfer test to Fishonaplatter\n");
     s.push_str(&xunet::md_table_iv(&r.xunet_table_iv));
     s.push_str(include_str!("notes_rfc1106.md"));
+    s.push('\n');
+    s.push_str(&rfc1106::md_scatter(&r.rfc1106));
     let _ = writeln!(
         s,
         "\n### Figure 1: TCP with Big Windows, no NAKs (K/s; ours: mean of {} seed(s), {} s runs)\n",

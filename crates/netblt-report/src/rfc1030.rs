@@ -13,15 +13,25 @@ use super::fmt::{error_pct, fmt_error, mean, num, table};
 /// One row of an appendix: inputs, then the paper's #LOSS, #RXM, DTMOS, SPEED.
 #[derive(Clone, Copy, Debug)]
 pub struct PaperRow {
+    /// Packets per burst (BS).
     pub bs: u16,
+    /// Burst interval in milliseconds (BI).
     pub bi: u16,
+    /// Data bytes per packet (PSZ).
     pub psz: u16,
+    /// Bytes per buffer (BFSZ).
     pub bfsz: u32,
+    /// Transfer size in units of 1000 bytes (XFSZ).
     pub xfsz_kb: u64,
+    /// Outstanding buffers (NBUFS).
     pub nbufs: u16,
+    /// Data packets lost (#LOSS).
     pub loss: u32,
+    /// Data packets retransmitted (#RXM).
     pub rxm: u32,
+    /// Data timeouts at the receiver (DTMOS); appendix IV has no such column.
     pub dtmos: Option<u32>,
+    /// Steady-state throughput in Mb/s (SPEED).
     pub speed: f64,
 }
 
@@ -190,14 +200,19 @@ pub const WIDEBAND: &[PaperRow] = &[
 
 /// One appendix: its rows and the profile they run on.
 pub struct Appendix {
+    /// Appendix number, as in the RFC ("II", "III", "IV").
     pub id: &'static str,
+    /// The network, as the report titles it.
     pub title: &'static str,
+    /// The `netblt_link` profile the rows run on.
     pub profile: &'static str,
+    /// The paper's rows, in the paper's order.
     pub rows: &'static [PaperRow],
     /// The profile draws random numbers (noise, spikes, host loss).
     pub random: bool,
 }
 
+/// The three appendices with measured tables.
 pub const APPENDICES: [Appendix; 3] = [
     Appendix {
         id: "II",
@@ -225,9 +240,13 @@ pub const APPENDICES: [Appendix; 3] = [
 /// Our result for one set of inputs, averaged over seeds.
 #[derive(Clone, Debug, Serialize)]
 pub struct Ours {
+    /// Seeds the row ran with.
     pub seeds: Vec<u64>,
+    /// Mean data packets lost per run (#LOSS).
     pub loss: f64,
+    /// Mean data packets retransmitted per run (#RXM).
     pub rxm: f64,
+    /// Mean data timeouts per run (DTMOS).
     pub dtmos: f64,
     /// Mean steady-state throughput, Mb/s, over the runs that finished.
     pub speed: f64,
@@ -239,7 +258,18 @@ pub struct Ours {
 
 /// Runs one appendix row's inputs on `profile` for each seed.
 pub fn run_row(profile: &str, row: &PaperRow, seeds: &[u64]) -> anyhow::Result<Ours> {
+    run_row_on(&path_of(profile)?, row, seeds)
+}
+
+/// The simulator path of a named profile.
+pub fn path_of(profile: &str) -> anyhow::Result<PathConfig> {
     let p = profiles::profile(profile).ok_or_else(|| anyhow::anyhow!("no profile {profile}"))?;
+    Ok(PathConfig::from_profile(&p))
+}
+
+/// Runs one appendix row's inputs on `path` for each seed (for the
+/// sensitivity runs, which change one thing of a profile's path).
+pub fn run_row_on(path: &PathConfig, row: &PaperRow, seeds: &[u64]) -> anyhow::Result<Ours> {
     let params = TransferParams {
         packet_size: row.psz,
         buffer_size: row.bfsz,
@@ -252,7 +282,7 @@ pub fn run_row(profile: &str, row: &PaperRow, seeds: &[u64]) -> anyhow::Result<O
         (vec![], vec![], vec![], vec![], vec![]);
     let mut failed = 0;
     for &seed in seeds {
-        let mut spec = TransferSpec::new(PathConfig::from_profile(&p), params, row.xfsz_kb * 1000);
+        let mut spec = TransferSpec::new(path.clone(), params, row.xfsz_kb * 1000);
         spec.seed = seed;
         spec.pacing_clock = PacingClock::FromActualStart;
         let rep = run_transfer(&spec)?;
@@ -281,17 +311,29 @@ pub fn run_row(profile: &str, row: &PaperRow, seeds: &[u64]) -> anyhow::Result<O
 /// A paper row with our result beside it.
 #[derive(Clone, Debug, Serialize)]
 pub struct RowResult {
+    /// Packets per burst (BS).
     pub bs: u16,
+    /// Burst interval, ms (BI).
     pub bi: u16,
+    /// Data bytes per packet (PSZ).
     pub psz: u16,
+    /// Bytes per buffer (BFSZ).
     pub bfsz: u32,
+    /// Transfer size, units of 1000 bytes (XFSZ).
     pub xfsz_kb: u64,
+    /// Outstanding buffers (NBUFS).
     pub nbufs: u16,
+    /// The paper's #LOSS.
     pub paper_loss: u32,
+    /// The paper's #RXM.
     pub paper_rxm: u32,
+    /// The paper's DTMOS (none in appendix IV).
     pub paper_dtmos: Option<u32>,
+    /// The paper's SPEED, Mb/s.
     pub paper_speed: f64,
+    /// Ours for the same inputs.
     pub ours: Ours,
+    /// (ours - paper) / paper of SPEED, %.
     pub speed_error_pct: Option<f64>,
 }
 
@@ -303,6 +345,16 @@ fn key(r: &PaperRow) -> (u16, u16, u16, u32, u64, u16) {
 /// Runs every row of an appendix; `tick` is called after each distinct input set.
 pub fn run_appendix(
     a: &Appendix,
+    seeds: &[u64],
+    tick: &mut dyn FnMut(),
+) -> anyhow::Result<Vec<RowResult>> {
+    run_appendix_on(a, &path_of(a.profile)?, seeds, tick)
+}
+
+/// Runs every row of an appendix on `path` (its profile's, or a variant).
+pub fn run_appendix_on(
+    a: &Appendix,
+    path: &PathConfig,
     seeds: &[u64],
     tick: &mut dyn FnMut(),
 ) -> anyhow::Result<Vec<RowResult>> {
@@ -318,7 +370,7 @@ pub fn run_appendix(
         let ours = match cache.iter().find(|(ck, _)| *ck == k) {
             Some((_, o)) => o.clone(),
             None => {
-                let o = run_row(a.profile, row, seeds)?;
+                let o = run_row_on(path, row, seeds)?;
                 tick();
                 cache.push((k, o.clone()));
                 o

@@ -19,6 +19,7 @@ use serde::Serialize;
 
 /// Processes per run, and the channel share their rates sum to.
 pub const PROCESSES: [usize; 3] = [2, 4, 8];
+/// Offered loads: the flows' rates summed, over the channel's capacity.
 pub const LOADS: [f64; 3] = [0.8, 1.0, 1.2];
 
 /// Appendix IV's best settings: 1432-byte packets, 5 per burst, 10 packets
@@ -32,23 +33,29 @@ const WIRE: usize = PACKET as usize + 24 + 28;
 /// burst (a burst of 5 leaves its host at the access rate in microseconds).
 const BURST_GAP_S: f64 = 0.005;
 
+/// One run of §8's experiment: `processes` fixed-rate flows at one load.
 #[derive(Clone, Debug, Serialize)]
 pub struct ParallelRow {
+    /// NETBLT flows sharing the channel.
     pub processes: usize,
     /// Sum of the flows' rates over the channel's capacity.
     pub offered_load: f64,
+    /// Each flow's burst interval (5 packets per burst).
     pub burst_interval_ms: u16,
     /// Total goodput over the channel's capacity (DATA payload bits).
     pub utilization: f64,
+    /// Total goodput, bits per second of DATA payload.
     pub goodput_bps: f64,
     /// Data packets dropped at the channel's queue, all flows.
     pub losses: u64,
+    /// Data packets resent, all flows.
     pub retransmissions: u64,
     /// Median queueing delay of data packets at the channel, ms.
     pub queue_delay_ms: f64,
     /// Burst synchronisation index (see [`sync_index`]) over the first and
     /// the last third of the run.
     pub sync_early: f64,
+    /// Burst synchronisation index over the last third of the run.
     pub sync_late: f64,
     /// Flows that closed with an error (e.g. death timer).
     pub failed_flows: usize,
@@ -255,6 +262,7 @@ pub fn verdict(rows: &[ParallelRow]) -> String {
     )
 }
 
+/// The runs as a Markdown table.
 pub fn markdown(rows: &[ParallelRow]) -> String {
     let body: Vec<Vec<String>> = rows
         .iter()

@@ -77,21 +77,28 @@ pub const KERNEL_SACK_ON: [[f64; 3]; 9] = [
 /// One cell of a figure.
 #[derive(Clone, Debug, Serialize)]
 pub struct Cell {
+    /// Receive window, K (1024 bytes).
     pub window_k: u64,
+    /// Bit-error rate applied to both directions.
     pub ber: f64,
+    /// Whether the NAK option is on (Figure 2) or off (Figure 1).
     pub nak: bool,
     /// K/s (1024 bytes per second), the paper's.
     pub paper: f64,
     /// K/s, ours: mean over the seeds of the whole run's rate (from the SYN).
     pub ours: f64,
+    /// (ours - paper) / paper, %.
     pub error_pct: Option<f64>,
     /// K/s, today's kernel TCP (see [`KERNEL_SACK_OFF`]).
     pub kernel: f64,
     /// Per run, averaged: bit-error drops of data segments, fast
     /// retransmits, timeouts, NAKs received.
     pub drops: f64,
+    /// Fast retransmits per run (three duplicate ACKs).
     pub fast_retransmits: f64,
+    /// Retransmission timeouts per run.
     pub timeouts: f64,
+    /// NAKs the sender acted on per run.
     pub naks: f64,
 }
 
@@ -266,4 +273,64 @@ pub fn md_means(cells: &[Cell]) -> String {
         }
     }
     fmt::table(&["", "no error", "1e-7", "1e-6"], &rows)
+}
+
+/// Per column with errors of both figures: the median and worst |error| a model would
+/// have if it predicted the column's mean for every window (the paper's own
+/// scatter), beside ours.
+pub fn md_scatter(cells: &[Cell]) -> String {
+    let mut rows = Vec::new();
+    for (nak, label, paper) in [
+        (false, "no NAKs", &PAPER_NO_NAK),
+        (true, "NAKs", &PAPER_NAK),
+    ] {
+        // Only the columns with errors: without them the rate follows the
+        // window, and a flat prediction would be no reference.
+        for (i, ber) in BERS.iter().enumerate().filter(|(_, b)| **b > 0.0) {
+            let col: Vec<f64> = paper.iter().map(|r| r[i]).collect();
+            let m = fmt::mean(&col);
+            let flat: Vec<f64> = col
+                .iter()
+                .filter_map(|&p| fmt::error_pct(p, m).map(f64::abs))
+                .collect();
+            let ours: Vec<f64> = cells
+                .iter()
+                .filter(|c| c.nak == nak && c.ber == *ber)
+                .filter_map(|c| c.error_pct.map(f64::abs))
+                .collect();
+            let stat = |v: &[f64]| {
+                let mut v = v.to_vec();
+                v.sort_by(f64::total_cmp);
+                let med = match v.len() {
+                    0 => f64::NAN,
+                    n if n % 2 == 1 => v[n / 2],
+                    n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+                };
+                (med, v.last().copied().unwrap_or(f64::NAN))
+            };
+            let (fm, fw) = stat(&flat);
+            let (om, ow) = stat(&ours);
+            rows.push(vec![
+                label.to_string(),
+                ber_label(*ber).to_string(),
+                format!("{m:.0}K"),
+                fmt::num(fm, 1) + " %",
+                fmt::num(fw, 1) + " %",
+                fmt::num(om, 1) + " %",
+                fmt::num(ow, 1) + " %",
+            ]);
+        }
+    }
+    fmt::table(
+        &[
+            "figure",
+            "BER",
+            "paper's column mean",
+            "median |error| of the mean",
+            "worst |error| of the mean",
+            "ours: median",
+            "ours: worst",
+        ],
+        &rows,
+    )
 }

@@ -36,6 +36,7 @@ pub fn run(bytes: u64) -> anyhow::Result<Vec<CpuRow>> {
     Ok(report?.rows)
 }
 
+/// RFC 415's table beside ours, as Markdown.
 pub fn markdown(rows: &[CpuRow]) -> String {
     let body: Vec<Vec<String>> = PAPER
         .iter()

@@ -147,14 +147,22 @@ fn kmc(window: usize) -> Kmc {
     }
 }
 
+/// One row of Table I (the RTT test), paper and ours.
 #[derive(Clone, Debug, Serialize)]
 pub struct EchoRow {
+    /// Message size, bytes.
     pub size: usize,
+    /// dkxload's mean RTT, ms (paper).
     pub paper_mean_ms: f64,
+    /// dkbench's minimum RTT, ms (paper).
     pub paper_min_ms: f64,
+    /// dkxload's throughput, KB/s (paper).
     pub paper_kbytes_per_s: f64,
+    /// Our minimum RTT, ms.
     pub ours_min_ms: f64,
+    /// Our mean RTT, ms.
     pub ours_mean_ms: f64,
+    /// Our throughput, KB/s.
     pub ours_kbytes_per_s: f64,
 }
 
@@ -219,12 +227,18 @@ pub fn rtt_curve(reps: u32) -> anyhow::Result<(Curve, Curve)> {
     Ok((small, large))
 }
 
+/// One row of Table IV (the transfer test), paper and ours.
 #[derive(Clone, Debug, Serialize)]
 pub struct TransferRow {
+    /// Message size, bytes.
     pub size: usize,
+    /// Throughput, KB/s (paper).
     pub paper_kbytes_per_s: f64,
+    /// Milliseconds per message (paper).
     pub paper_mean_ms: f64,
+    /// Our throughput, KB/s.
     pub ours_kbytes_per_s: f64,
+    /// Our milliseconds per message.
     pub ours_mean_ms: f64,
 }
 
@@ -246,13 +260,18 @@ pub fn table_iv(messages: u64) -> anyhow::Result<Vec<TransferRow>> {
         .collect()
 }
 
+/// One row of Table II (eqs. 7-9), paper and ours.
 #[derive(Clone, Debug, Serialize)]
 pub struct ZeroLargeResult {
+    /// Source and destination, as the paper names them.
     pub label: &'static str,
+    /// URP window, bytes.
     pub window: usize,
+    /// Effective window, maximum throughput, measured throughput, correction (ms): the paper's.
     pub paper: [f64; 4],
     /// Effective window, maximum throughput, measured throughput, correction (ms).
     pub ours: [f64; 4],
+    /// Our minimum (1-byte echo) RTT on the same path, ms.
     pub min_rtt_ms: f64,
 }
 
@@ -291,12 +310,18 @@ pub fn table_ii(large_bytes: u64) -> anyhow::Result<Vec<ZeroLargeResult>> {
         .collect()
 }
 
+/// One row of Table III (multiple processes), paper and ours.
 #[derive(Clone, Debug, Serialize)]
 pub struct ProcessRow {
+    /// Concurrent trafgen processes.
     pub processes: usize,
+    /// Total throughput, bytes/s (paper).
     pub paper_total: f64,
+    /// Throughput per process, bytes/s (paper).
     pub paper_per_process: f64,
+    /// Our total, bytes/s.
     pub ours_total: f64,
+    /// Ours per process, bytes/s.
     pub ours_per_process: f64,
 }
 
@@ -322,6 +347,7 @@ pub fn table_iii(
         .collect()
 }
 
+/// Table I beside ours, as Markdown.
 pub fn md_table_i(rows: &[EchoRow]) -> String {
     let body: Vec<Vec<String>> = rows
         .iter()
@@ -353,6 +379,7 @@ pub fn md_table_i(rows: &[EchoRow]) -> String {
     )
 }
 
+/// The 84-byte-window RTTs beside ours, as Markdown.
 pub fn md_figure_3(rows: &[(usize, f64, f64)]) -> String {
     let body: Vec<Vec<String>> = rows
         .iter()
@@ -376,6 +403,7 @@ pub fn md_figure_3(rows: &[(usize, f64, f64)]) -> String {
     )
 }
 
+/// Table IV beside ours, as Markdown.
 pub fn md_table_iv(rows: &[TransferRow]) -> String {
     let body: Vec<Vec<String>> = rows
         .iter()
@@ -405,6 +433,7 @@ pub fn md_table_iv(rows: &[TransferRow]) -> String {
     )
 }
 
+/// Table II beside ours, as Markdown.
 pub fn md_table_ii(rows: &[ZeroLargeResult]) -> String {
     let body: Vec<Vec<String>> = rows
         .iter()
@@ -441,6 +470,7 @@ pub fn md_table_ii(rows: &[ZeroLargeResult]) -> String {
     )
 }
 
+/// Table III beside ours, as Markdown.
 pub fn md_table_iii(rows: &[ProcessRow]) -> String {
     let body: Vec<Vec<String>> = rows
         .iter()

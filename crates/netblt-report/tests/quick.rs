@@ -21,6 +21,8 @@ fn quick_report_writes_file_and_figures() {
         "Table III",
         "Table IV",
         "RFC 415",
+        "Appendix III against Subnet 26's load",
+        "ten times the transfer size",
     ] {
         assert!(md.contains(needle), "{needle} missing");
     }
@@ -33,4 +35,18 @@ fn quick_report_writes_file_and_figures() {
         }
     }
     assert_eq!(rep.figures.len(), 5);
+    // The sensitivity runs: every load of the sweep, every BI-90 packet size.
+    assert_eq!(
+        rep.rfc1030_segment_sweep.len(),
+        netblt_report::rfc1030_sensitivity::LOADS.len()
+    );
+    assert_eq!(rep.rfc1030_wideband_long.len(), 7);
+    let trends = |table: &str| {
+        rep.summary
+            .iter()
+            .find(|t| t.table == table)
+            .map_or(0, |t| t.trends.len())
+    };
+    assert_eq!(trends("RFC 1030 Appendix III"), 3);
+    assert_eq!(trends("RFC 1030 Appendix IV"), 2);
 }

@@ -93,6 +93,7 @@ fn main() {
         host_a: host.clone(),
         host_b: host,
         wire_overhead: 46,
+        segment: None,
     };
     let source = Source {
         left: packets,

@@ -27,6 +27,8 @@ pub(crate) enum Event {
     },
     /// A node timeout; stale unless `generation` is the host's current one.
     Timer { side: Side, generation: u64 },
+    /// The shared Ethernet segment has something to do (see `ethernet`).
+    SegmentWake,
 }
 
 struct Scheduled<E> {

@@ -54,6 +54,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::ethernet::{Finished, Segment};
 use crate::event::{Event, EventQueue, Pool};
 use crate::node::Node;
 use crate::path::Side;
@@ -83,6 +84,8 @@ pub struct HostStats {
     pub header_corrupt_drops: u64,
     /// Datagrams delivered to the node with one payload bit flipped.
     pub corrupted_received: u64,
+    /// Datagrams the shared Ethernet segment discarded after 16 collisions.
+    pub nic_tx_aborts: u64,
 }
 
 /// Share of a packet's per-byte CPU cost spent copying it between the
@@ -110,6 +113,11 @@ pub(crate) struct World {
     pub(crate) queue: EventQueue,
     pub(crate) pool: Pool,
     pub(crate) wire_overhead: usize,
+    /// The shared medium, when the path is one Ethernet segment.
+    pub(crate) segment: Option<Segment>,
+    /// Frames the segment finished, for the simulation to hand to their
+    /// hosts (in order).
+    pub(crate) finished: Vec<Finished>,
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -344,10 +352,32 @@ impl<N: Node> Host<N> {
 
     fn start_tx(&mut self, now: Instant, w: &mut World) {
         if let Some(front) = self.tx.front() {
-            let dur = self.serialization(front.len() + w.wire_overhead);
+            let wire_len = front.len() + w.wire_overhead;
             self.nic_busy = true;
-            w.queue.push(now + dur, Event::NicTxDone(self.side));
+            match w.segment.as_mut() {
+                // On a shared segment the frame waits for the medium (carrier
+                // sense, collisions, backoff); the segment says when it is out.
+                Some(seg) => seg.request(now, self.side, wire_len, &mut w.queue, &mut w.finished),
+                None => {
+                    let dur = self.serialization(wire_len);
+                    w.queue.push(now + dur, Event::NicTxDone(self.side));
+                }
+            }
         }
+    }
+
+    /// The segment discarded the head packet after too many collisions: it
+    /// never reaches the link.
+    pub(crate) fn on_nic_abort(&mut self, now: Instant, w: &mut World) {
+        self.nic_busy = false;
+        self.last_tx_end = Some(now);
+        if let Some(pkt) = self.tx.pop_front() {
+            self.stats.nic_tx_aborts += 1;
+            w.pool.put(pkt);
+        }
+        self.start_tx(now, w);
+        self.run_cpu(now, w);
+        self.refresh_timer(now, w);
     }
 
     /// The head packet is out: hand it to the path link, schedule its

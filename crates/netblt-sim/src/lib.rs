@@ -50,7 +50,10 @@
 //! it is in steady state; `examples/sim_speed.rs` measures simulated packets
 //! per wall-clock second.
 
+#![deny(missing_docs)]
+
 pub mod dumbbell;
+mod ethernet;
 mod event;
 mod host;
 pub mod metrics;
@@ -63,6 +66,7 @@ pub mod tcp;
 pub mod tcp_path;
 pub mod transfer;
 
+pub use ethernet::SegmentStats;
 pub use host::HostStats;
 pub use netblt_link::profiles::{self, HostModel, Profile};
 pub use netblt_link::{LinkConfig, LinkStats};

@@ -1,7 +1,7 @@
 //! [`PathConfig`]: everything the simulator needs to know about a path.
 
 use netblt_link::config::MAX_DURATION;
-use netblt_link::profiles::{HostModel, Profile};
+use netblt_link::profiles::{EthernetSegment, HostModel, Profile};
 use netblt_link::{ConfigError, LinkConfig};
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +39,9 @@ pub struct PathConfig {
     /// Bytes added to every datagram on the wire (headers, link framing):
     /// interfaces serialize and links carry `len + wire_overhead` bytes.
     pub wire_overhead: usize,
+    /// A shared CSMA/CD segment both hosts transmit on (see the `ethernet`
+    /// module); `None`: each interface serializes onto its own link at once.
+    pub segment: Option<EthernetSegment>,
 }
 
 impl PathConfig {
@@ -55,6 +58,7 @@ impl PathConfig {
             host_a: profile.host_a.clone(),
             host_b: profile.host_b.clone(),
             wire_overhead: profile.wire_overhead,
+            segment: profile.segment.clone(),
         }
     }
 
@@ -76,6 +80,12 @@ impl PathConfig {
             sender: Side::B,
             source,
         })?;
+        if let Some(seg) = &self.segment {
+            seg.validate().map_err(|reason| SimError::Host {
+                side: Side::A,
+                reason,
+            })?;
+        }
         for side in [Side::A, Side::B] {
             validate_host(self.host(side)).map_err(|reason| SimError::Host { side, reason })?;
         }

@@ -4,6 +4,7 @@ use netblt_link::{Link, LinkStats};
 use netblt_proto::Instant;
 use serde::{Deserialize, Serialize};
 
+use crate::ethernet::{Finished, Segment, SegmentStats};
 use crate::event::{Event, EventQueue, Pool};
 use crate::host::{Host, HostStats, World};
 use crate::node::Node;
@@ -43,6 +44,8 @@ pub struct SimStats {
     pub reverse: LinkStats,
     /// Events processed since creation.
     pub events: u64,
+    /// The shared Ethernet segment, if the path has one.
+    pub segment: Option<SegmentStats>,
 }
 
 /// SplitMix64 step: independent, stable seeds for each random stream.
@@ -94,6 +97,11 @@ impl<A: Node, B: Node> Simulation<A, B> {
             queue: EventQueue::default(),
             pool: Pool::default(),
             wire_overhead: path.wire_overhead,
+            segment: path
+                .segment
+                .clone()
+                .map(|cfg| Segment::new(cfg, derive_seed(seed, 5))),
+            finished: Vec::new(),
         };
         world.queue.push(Instant::ZERO, Event::Kick(Side::A));
         world.queue.push(Instant::ZERO, Event::Kick(Side::B));
@@ -163,8 +171,31 @@ impl<A: Node, B: Node> Simulation<A, B> {
                 side: Side::B,
                 generation,
             } => self.b.on_timer(now, generation, w),
+            Event::SegmentWake => {
+                if let Some(seg) = w.segment.as_mut() {
+                    seg.on_wake(now, &mut w.queue, &mut w.finished);
+                }
+            }
         }
+        self.hand_over_finished(now);
         true
+    }
+
+    /// Gives the hosts the frames the shared segment finished (sent or
+    /// discarded), in order; a host may load its next frame in turn.
+    fn hand_over_finished(&mut self, now: Instant) {
+        while !self.world.finished.is_empty() {
+            let done = std::mem::take(&mut self.world.finished);
+            for f in done {
+                let w = &mut self.world;
+                match f {
+                    Finished::Sent(Side::A) => self.a.on_nic_done(now, &mut self.forward, w),
+                    Finished::Sent(Side::B) => self.b.on_nic_done(now, &mut self.reverse, w),
+                    Finished::Aborted(Side::A) => self.a.on_nic_abort(now, w),
+                    Finished::Aborted(Side::B) => self.b.on_nic_abort(now, w),
+                }
+            }
+        }
     }
 
     /// Runs until both nodes are finished, nothing is scheduled, the next
@@ -245,6 +276,7 @@ impl<A: Node, B: Node> Simulation<A, B> {
             forward: *self.forward.stats(),
             reverse: *self.reverse.stats(),
             events: self.events,
+            segment: self.world.segment.as_ref().map(|s| s.stats),
         }
     }
 }

@@ -22,8 +22,10 @@ use crate::{Outcome, PathConfig, SimError, SimStats, Simulation};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TransferError {
+    /// The path (links or host models) was rejected.
     #[error(transparent)]
     Sim(#[from] SimError),
+    /// The NETBLT transfer parameters were rejected.
     #[error("bad transfer parameters: {0}")]
     Params(#[from] netblt_proto::ParamError),
 }
@@ -34,11 +36,15 @@ const PORT_B: u16 = 30;
 /// What to simulate.
 #[derive(Debug, Clone)]
 pub struct TransferSpec {
+    /// The path: links, host models, wire overhead, shared segment.
     pub path: PathConfig,
+    /// NETBLT's transfer parameters (RFC 1030's BS/BI, PSZ, BFSZ, NBUFS).
     pub params: TransferParams,
     /// Bytes to move.
     pub size: u64,
+    /// Seed of every random choice (links, hosts, segment, data stream).
     pub seed: u64,
+    /// How the sender counts burst intervals.
     pub pacing_clock: PacingClock,
     /// Death timer of both ends.
     pub death_timeout: netblt_proto::Duration,
@@ -50,6 +56,9 @@ pub struct TransferSpec {
 }
 
 impl TransferSpec {
+    /// A transfer of `size` bytes with seed 1, RFC 1030's pacing (from the
+    /// actual start of the previous burst), a 30 s death timer, a day's
+    /// time limit and a fixed rate.
     pub fn new(path: PathConfig, params: TransferParams, size: u64) -> Self {
         TransferSpec {
             path,
@@ -84,24 +93,38 @@ impl TransferSpec {
 /// appendix columns #LOSS, #RXM, DTMOS and SPEED.
 #[derive(Debug, Clone, Serialize)]
 pub struct TransferReport {
+    /// Bytes the transfer was to move.
     pub bytes: u64,
+    /// Packets per burst, as negotiated.
     pub burst_size: u16,
+    /// Milliseconds per burst, as negotiated.
     pub burst_interval_ms: u16,
+    /// Data bytes per packet, as negotiated.
     pub packet_size: u16,
+    /// Bytes per buffer, as negotiated.
     pub buffer_size: u32,
+    /// Outstanding buffers, as negotiated.
     pub buffers: u16,
     /// Data packets lost in the network or at the receiving host (sent, less
     /// those that reached the receiver's protocol intact, plus link duplicates).
     pub lost: u64,
     /// Data packets the receiver found missing and asked for again.
     pub lost_detected: u64,
+    /// Data packets the sender resent (#RXM).
     pub retransmitted: u64,
+    /// The receiver's data timer expirations (DTMOS).
     pub data_timeouts: u64,
+    /// CONTROL packets the receiver sent.
     pub control_packets: u64,
+    /// CONTROL packets the receiver sent again on its control timer.
     pub control_retransmissions: u64,
+    /// NULL-ACK packets the sender sent.
     pub null_acks: u64,
+    /// RFC 1030 §3's real throughput (bits per second), if it succeeded.
     pub real_throughput_bps: Option<f64>,
+    /// RFC 1030 §3's steady-state throughput (SPEED), if it succeeded.
     pub steady_throughput_bps: Option<f64>,
+    /// Simulated seconds when the run ended.
     pub sim_time_s: f64,
     /// Received bytes hash-equal to those sent (and the transfer succeeded).
     pub verified: bool,
@@ -114,13 +137,19 @@ pub struct TransferReport {
     /// The failure was the death timer (or OPEN retries running out): the
     /// protocol's own, clear way of giving up.
     pub gave_up: bool,
+    /// Why the simulation stopped ([`Outcome`], as text).
     pub outcome: String,
+    /// The seed the run used.
     pub seed: u64,
+    /// Events the simulator processed.
     pub sim_events: u64,
+    /// The sender's protocol counters.
     #[serde(skip)]
     pub sender: Stats,
+    /// The receiver's protocol counters.
     #[serde(skip)]
     pub receiver: Stats,
+    /// The simulator's counters (hosts, links, segment).
     #[serde(skip)]
     pub sim: Option<SimStats>,
 }

@@ -35,6 +35,7 @@ fn one_packet_through_cpu_nic_and_link_has_exact_timing() {
             ..HostModel::default()
         },
         wire_overhead: 38,
+        segment: None,
     };
     let mut sim = Simulation::new(Blaster::new(1, 100, ms(0)), Sink::new(1), path, 1).unwrap();
     assert_eq!(sim.run(LIMIT), Outcome::Finished);
@@ -230,6 +231,7 @@ fn ping_pong_round_trip_is_twice_the_path() {
         host_a: host.clone(),
         host_b: host,
         wire_overhead: 0,
+        segment: None,
     };
     let mut sim = Simulation::new(Pinger::new(5, 1000, ms(500)), Echo::default(), path, 1).unwrap();
     assert_eq!(sim.run(LIMIT), Outcome::Finished);
@@ -300,6 +302,7 @@ fn lossy_path() -> PathConfig {
             ..HostModel::default()
         },
         wire_overhead: 46,
+        segment: None,
     }
 }
 

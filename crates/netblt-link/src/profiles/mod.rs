@@ -78,6 +78,10 @@ pub struct Profile {
     pub host_b: HostModel,
     /// Bytes added to each NETBLT packet on the wire (IP, UDP, link framing).
     pub wire_overhead: usize,
+    /// The shared CSMA/CD segment both hosts transmit on, if the path is one
+    /// Ethernet (simulator only); `None`: each host's interface has the
+    /// medium to itself.
+    pub segment: Option<EthernetSegment>,
     /// The transfer parameters the paper used here.
     pub defaults: TransferDefaults,
     /// Where each number comes from.
@@ -86,6 +90,17 @@ pub struct Profile {
 
 mod historic;
 mod modern;
+mod segment;
+
+pub use historic::SUBNET_26_LOAD;
+pub use segment::{CrossTraffic, EthernetSegment};
+/// The Ethernet specification's constants the segment model uses.
+pub mod ethernet {
+    pub use super::segment::{
+        ATTEMPT_LIMIT, BACKOFF_LIMIT, INTER_FRAME_GAP, JAM_BITS, MAX_FRAME, MIN_FRAME,
+        PREAMBLE_BYTES, SEGMENT_PROPAGATION, SLOT_TIME,
+    };
+}
 
 /// NETBLT DATA header length (RFC 998 §8); the simulator charges per-byte CPU
 /// costs on the NETBLT datagram, header included.

@@ -42,6 +42,7 @@ fn modern(
         host_a: HostModel::default(),
         host_b: HostModel::default(),
         wire_overhead: OVERHEAD,
+        segment: None,
         defaults: derived_defaults(PACKET, OVERHEAD, rate, rtt),
         sources,
     }

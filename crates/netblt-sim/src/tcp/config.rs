@@ -217,9 +217,14 @@ impl TcpConfig {
     ///   in whole ticks, one timed segment at a time, RTO = srtt + 2 rttvar
     ///   counted down in ticks, at least 2 ticks = 1 s (`TCPTV_MIN`), at most
     ///   64 s (`TCPTV_REXMTMAX`), 3 s before the first sample
-    ///   (`TCPTV_SRTTDFLT`)); `tcp_fasttimo` every 200 ms for delayed ACKs,
-    ///   which otherwise go out every second segment (the window update
-    ///   rule, `adv >= 2 * t_maxseg`).
+    ///   (`TCPTV_SRTTDFLT`)).
+    /// - An ACK for every segment. 4.3BSD's own window-update rule
+    ///   (`adv >= 2 * t_maxseg`) acknowledges every second segment, but RFC
+    ///   1106 describes its TCP's slow start as opening the window "1 for
+    ///   each acked packet" in "R*log2(W)" (§4.2): a doubling per round trip,
+    ///   which only an ACK per segment gives (with one ACK per two segments
+    ///   the window grows 1.5x per round trip, R*log1.5(W)). The Irises ran
+    ///   SGI's 3.6 OS, not 4.3BSD itself.
     /// - No timestamps (RFC 1323 came in 1992).
     pub fn bsd43_rfc1106(window: u64, nak: bool) -> Self {
         TcpConfig {
@@ -227,11 +232,10 @@ impl TcpConfig {
             recovery: Recovery::Tahoe,
             cc: CongestionControl::Jacobson88,
             timestamps: false,
-            delayed_ack: Some(DelayedAck {
-                timeout: Duration::from_millis(200),
-                every: 2,
-                on_tick: true,
-            }),
+            //# RFC 1106 §4.2: "the window to be opened 2*Rlog2(W) instead of
+            //# R*log2(W) [1] (open window by 2 packets instead of 1 for each
+            //# acked packet)".
+            delayed_ack: None,
             rcv_wnd: window,
             initial_window: 1,
             rto: RtoConfig {

@@ -1,0 +1,247 @@
+//! Two runs beside RFC 1030's appendices that show what the new mechanisms
+//! depend on, since the seeds leave one number of each open:
+//!
+//! * **Appendix III against Subnet 26's load.** §6 gives "about 150 hosts"
+//!   and "somewhat noisy", not a load; the `ethernet-3c500` profile assumes
+//!   10 % ([`netblt_link::profiles::SUBNET_26_LOAD`]). The whole appendix is
+//!   rerun with the other hosts offering 0 to 30 % of the segment; 0 % is
+//!   §6's "special Ethernet LAN with the only two hosts attached".
+//! * **Appendix IV's 1434-1438-byte drop with longer transfers.** §3 defines
+//!   the steady-state throughput as "the rate at which data is transmitted
+//!   as the transfer size approaches infinity", and §8 wants "transmissions
+//!   of 10 to 50 million bytes". The BI-90 rows are rerun with ten times
+//!   their transfer size.
+
+use serde::Serialize;
+
+use crate::fmt::{error_pct, mean, num, table};
+use crate::rfc1030::{self, path_of, run_appendix_on, run_row_on, PaperRow, RowResult};
+
+/// Loads (fraction of 10 Mb/s) the other hosts offer in the sweep.
+pub const LOADS: [f64; 5] = [0.0, 0.05, 0.10, 0.20, 0.30];
+
+/// How much longer the Wideband transfers are in the long runs.
+pub const LONG_FACTOR: u64 = 10;
+
+/// Appendix III at one cross-traffic load.
+#[derive(Clone, Debug, Serialize)]
+pub struct LoadRow {
+    /// Other hosts' offered load, fraction of 10 Mb/s.
+    pub load: f64,
+    /// Median |SPEED error| over the appendix's rows, %.
+    pub median_abs_error_pct: f64,
+    /// Worst |SPEED error|, %.
+    pub worst_abs_error_pct: f64,
+    /// Mean Mb/s of the 1438-byte rows with one outstanding buffer.
+    pub speed_nbufs1: f64,
+    /// Mean Mb/s of the 1438-byte rows with two outstanding buffers.
+    pub speed_nbufs2: f64,
+    /// Mean losses per run, 1438-byte rows, one buffer.
+    pub loss_nbufs1: f64,
+    /// Mean losses per run, 1438-byte rows, two buffers.
+    pub loss_nbufs2: f64,
+    /// Mean losses per run at 5/45 with two buffers: §6 saw none above 40
+    /// ms per burst on the two-host LAN.
+    pub loss_bi45_nbufs2: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn summarise_load(load: f64, rows: &[RowResult]) -> LoadRow {
+    let errs: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| r.speed_error_pct.map(f64::abs))
+        .collect();
+    let pick = |nbufs: u16, f: &dyn Fn(&RowResult) -> f64| {
+        let v: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.psz == 1438 && r.nbufs == nbufs)
+            .map(f)
+            .collect();
+        mean(&v)
+    };
+    let bi45: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.psz == 1438 && r.nbufs == 2 && r.bi == 45)
+        .map(|r| r.ours.loss)
+        .collect();
+    LoadRow {
+        load,
+        median_abs_error_pct: median(errs.clone()),
+        worst_abs_error_pct: errs.iter().copied().fold(0.0, f64::max),
+        speed_nbufs1: pick(1, &|r| r.ours.speed),
+        speed_nbufs2: pick(2, &|r| r.ours.speed),
+        loss_nbufs1: pick(1, &|r| r.ours.loss),
+        loss_nbufs2: pick(2, &|r| r.ours.loss),
+        loss_bi45_nbufs2: mean(&bi45),
+    }
+}
+
+/// Reruns appendix III at every load of [`LOADS`]; `tick` after each load.
+pub fn segment_sweep(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<Vec<LoadRow>> {
+    let a = rfc1030::APPENDICES
+        .iter()
+        .find(|a| a.id == "III")
+        .ok_or_else(|| anyhow::anyhow!("no appendix III"))?;
+    let base = path_of(a.profile)?;
+    let mut out = Vec::new();
+    for load in LOADS {
+        let mut path = base.clone();
+        if let Some(seg) = path.segment.as_mut() {
+            seg.cross.load = load;
+        }
+        let rows = run_appendix_on(a, &path, seeds, &mut || {})?;
+        out.push(summarise_load(load, &rows));
+        tick();
+    }
+    Ok(out)
+}
+
+/// The sweep as a Markdown table.
+pub fn md_sweep(rows: &[LoadRow]) -> String {
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                format!("{:.0} %", r.load * 100.0),
+                num(r.median_abs_error_pct, 1) + " %",
+                num(r.worst_abs_error_pct, 1) + " %",
+                num(r.speed_nbufs1, 3),
+                num(r.speed_nbufs2, 3),
+                num(r.loss_nbufs1, 1),
+                num(r.loss_nbufs2, 1),
+                num(r.loss_bi45_nbufs2, 1),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "other hosts' load",
+            "median abs error",
+            "worst abs error",
+            "Mb/s NBUFS 1 (paper 1.330)",
+            "Mb/s NBUFS 2 (paper 1.024)",
+            "losses NBUFS 1 (paper 16)",
+            "losses NBUFS 2 (paper 133)",
+            "losses 5/45 NBUFS 2 (paper 72; two-host LAN 0)",
+        ],
+        &body,
+    )
+}
+
+/// Appendix IV's BI-90 inputs for one packet size, at the paper's transfer
+/// size and at [`LONG_FACTOR`] times it.
+#[derive(Clone, Debug, Serialize)]
+pub struct LongRow {
+    /// Data bytes per packet.
+    pub psz: u16,
+    /// The paper's transfer size, kB.
+    pub xfsz_kb: u64,
+    /// The paper's SPEED, mean of its rows with this size, Mb/s.
+    pub paper_speed: f64,
+    /// Ours at the paper's transfer size, Mb/s.
+    pub ours_speed: f64,
+    /// Ours at `LONG_FACTOR` times the transfer size, Mb/s.
+    pub ours_long_speed: f64,
+    /// Packets retransmitted in the long runs (mean per run).
+    pub ours_long_rxm: f64,
+    /// The paper's #RXM, mean of its rows with this size.
+    pub paper_rxm: f64,
+}
+
+/// Reruns appendix IV's BI-90 rows with [`LONG_FACTOR`] times their size;
+/// `short` are the appendix's own results (for the side-by-side).
+pub fn wideband_long(
+    short: &[RowResult],
+    seeds: &[u64],
+    tick: &mut dyn FnMut(),
+) -> anyhow::Result<Vec<LongRow>> {
+    let path = path_of("wideband")?;
+    let mut sizes: Vec<u16> = rfc1030::WIDEBAND
+        .iter()
+        .filter(|r| r.bi == 90)
+        .map(|r| r.psz)
+        .collect();
+    sizes.dedup();
+    let mut out = Vec::new();
+    for psz in sizes {
+        let rows: Vec<&PaperRow> = rfc1030::WIDEBAND
+            .iter()
+            .filter(|r| r.bi == 90 && r.psz == psz)
+            .collect();
+        let Some(first) = rows.first() else { continue };
+        let long = PaperRow {
+            xfsz_kb: first.xfsz_kb * LONG_FACTOR,
+            ..**first
+        };
+        let ours = run_row_on(&path, &long, seeds)?;
+        tick();
+        let short_speed: Vec<f64> = short
+            .iter()
+            .filter(|r| r.bi == 90 && r.psz == psz)
+            .map(|r| r.ours.speed)
+            .collect();
+        let paper: Vec<f64> = rows.iter().map(|r| r.speed).collect();
+        let rxm: Vec<f64> = rows.iter().map(|r| f64::from(r.rxm)).collect();
+        out.push(LongRow {
+            psz,
+            xfsz_kb: first.xfsz_kb,
+            paper_speed: mean(&paper),
+            ours_speed: mean(&short_speed),
+            ours_long_speed: ours.speed,
+            ours_long_rxm: ours.rxm,
+            paper_rxm: mean(&rxm),
+        });
+    }
+    Ok(out)
+}
+
+/// The long runs as a Markdown table.
+pub fn md_long(rows: &[LongRow]) -> String {
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.psz.to_string(),
+                if r.psz > 1432 { "yes" } else { "no" }.into(),
+                num(r.paper_speed, 3),
+                num(r.paper_rxm, 0),
+                format!(
+                    "{} ({})",
+                    num(r.ours_speed, 3),
+                    crate::fmt::fmt_error(error_pct(r.paper_speed, r.ours_speed))
+                ),
+                format!(
+                    "{} ({})",
+                    num(r.ours_long_speed, 3),
+                    crate::fmt::fmt_error(error_pct(r.paper_speed, r.ours_long_speed))
+                ),
+                num(r.ours_long_rxm, 0),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "PSZ",
+            "fragmented",
+            "SPEED paper",
+            "#RXM paper",
+            "ours, paper's XFSZ",
+            &format!("ours, {LONG_FACTOR}x XFSZ"),
+            &format!("#RXM ours, {LONG_FACTOR}x XFSZ"),
+        ],
+        &body,
+    )
+}
