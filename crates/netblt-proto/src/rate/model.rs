@@ -58,6 +58,8 @@ const PROBE_UP_MAX_GAIN: f64 = 2.0;
 const CWND_GAIN: f64 = 2.0;
 /// Congestion cut: what is kept of the delivered rate.
 const CONGESTION_BETA: f64 = 0.9;
+/// ... and never less than this share of the estimate, per round.
+const CONGESTION_FLOOR: f64 = 0.7;
 /// Background policy: what is kept per round with a standing queue.
 const YIELD_BETA: f64 = 0.7;
 /// Rounds of BBR-style competition once a queue is found not to be ours.
@@ -359,7 +361,20 @@ impl Model {
         if congested {
             self.congestion_events += 1;
             let delivered = self.r_max_delivery / (1.0 - self.noise);
-            let cut = (delivered * CONGESTION_BETA).min(self.bottleneck() * CONGESTION_BETA);
+            // At most 30 % per round, as BBRv2 bounds its loss response
+            // (inflight_lo never below beta = 0.7 of its last value): a
+            // round in which a competitor's start-up burst filled the queue
+            // delivers little of ours, and cutting to 0.9 of that took a
+            // 79 Mb/s flow to 27 in one round when BBR started beside it.
+            // (`background` keeps the deep cut: it is there to yield.)
+            let floor = if self.background {
+                0.0
+            } else {
+                self.bottleneck() * CONGESTION_FLOOR
+            };
+            let cut = (delivered * CONGESTION_BETA)
+                .max(floor)
+                .min(self.bottleneck() * CONGESTION_BETA);
             if cut > 0.0 {
                 self.bw.reset(self.round, cut);
             }
