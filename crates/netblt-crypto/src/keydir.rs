@@ -231,13 +231,51 @@ pub(crate) fn append_line(path: &Path, line: &str) -> Result<(), FileError> {
         .append(true)
         .open(path)
         .map_err(|e| FileError::io(path, e))?;
-    writeln!(f, "{line}").map_err(|e| FileError::io(path, e))
+    // One write(2) of the whole line: with O_APPEND the kernel appends it
+    // in one piece, so processes pinning hosts at the same time (`send
+    // --parallel` to a new receiver) cannot interleave their lines, which
+    // `writeln!` (the line, then the newline: two writes) let happen.
+    let mut whole = String::with_capacity(line.len() + 1);
+    whole.push_str(line);
+    whole.push('\n');
+    f.write_all(whole.as_bytes())
+        .map_err(|e| FileError::io(path, e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::rng::SeededRandom;
+
+    /// Lines appended at the same time from many threads arrive whole.
+    #[test]
+    fn concurrent_appends_do_not_interleave() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("known_hosts");
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    for i in 0..200 {
+                        let line = format!("host{t}-{i} {}", "k".repeat(60));
+                        append_line(&path, &line).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 8 * 200);
+        for l in lines {
+            assert!(
+                l.starts_with("host") && l.ends_with(&"k".repeat(60)),
+                "{l:?}"
+            );
+        }
+    }
 
     #[test]
     fn search_order() {
