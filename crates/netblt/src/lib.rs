@@ -63,10 +63,11 @@ mod receiver;
 mod report;
 mod security;
 
+pub use app::bundle::{Bundle, FileFailure, FilesReport};
 pub use app::params::{DEFAULT_RATE, MAX_UDP_PACKET_SIZE};
 pub use client::{
-    bench, files_to_send, get, get_to_writer, send_dir, send_file, send_file_as, send_reader,
-    send_stream,
+    bench, files_to_send, get, get_to_writer, send_bundle, send_dir, send_file, send_file_as,
+    send_reader, send_stream, send_tar,
 };
 pub use diagnosis::{Diagnosis, Limit};
 pub use driver::passive::JunkCounts;

@@ -76,12 +76,28 @@ fn print_report(report: &TransferReport, junk: &JunkCounts, json: bool, to_stder
     } else {
         println!("{text}");
     }
+    // A bundle's entries that could not be stored: one line each.
+    if let Some(f) = &report.files {
+        for x in &f.failed {
+            eprintln!("netblt: {}: {}", x.name, x.reason);
+        }
+        if f.more_failed > 0 {
+            eprintln!("netblt: ... and {} more entries failed", f.more_failed);
+        }
+    }
 }
 
 /// `--stdout`: the data, in order, to standard output.
 struct Stdout(std::io::BufWriter<std::io::Stdout>);
 
 impl DataHandler for Stdout {
+    fn accept(&mut self, t: &IncomingTransfer) -> Result<(), String> {
+        if t.bundle {
+            eprintln!("netblt: {} is a bundle of files: its tar stream goes to standard output (pipe it to `tar x`)", t.name);
+        }
+        Ok(())
+    }
+
     fn data(&mut self, _: &IncomingTransfer, _: u64, bytes: &[u8]) -> Result<(), String> {
         self.0
             .write_all(bytes)

@@ -12,6 +12,10 @@
 //!   also `"have":{"size":N,"mtime":NS,"from":K,"prefix":"hex"}`: this end
 //!   holds the first K bytes of a file that had that size and mtime.
 //! * OPEN, WRITE, benchmark: `{"v":1,"op":"sink","size":N}`
+//! * OPEN, WRITE, many files: `{"v":1,"op":"bundle","name":"label"}`: the
+//!   data are a tar stream of unknown length ([`super::bundle`]) that the
+//!   receiver unpacks into its directory; `name` only labels reports. A
+//!   receiver older than bundles refuses the unknown operation.
 //! * RESPONSE: `{"v":1}`; answering a `get`, the file's `size`, `mtime` and
 //!   `mode`; accepting a resume, `"from":K,"prefix":"hex"` (put: what the
 //!   receiver has; get: the offer accepted); `note` says why a partial copy
@@ -60,6 +64,9 @@ pub(crate) enum Request {
     Get { name: String, have: Option<Have> },
     /// Discard `size` bytes (WRITE mode, RFC 1030's memory-to-memory test).
     Sink { size: u64 },
+    /// Unpack the tar stream that follows into the receiver's directory
+    /// (WRITE mode, a stream); `name` labels it in reports.
+    Bundle { name: String },
 }
 
 /// The passive end's answer.
@@ -136,6 +143,10 @@ impl Request {
                 w.op = Some("sink".into());
                 w.size = Some(*size);
             }
+            Request::Bundle { name } => {
+                w.op = Some("bundle".into());
+                w.name = Some(name.clone());
+            }
         }
         to_bytes(&w)
     }
@@ -168,6 +179,9 @@ impl Request {
             }),
             Some("sink") => Ok(Request::Sink {
                 size: w.size.ok_or_else(|| "request without a size".to_string())?,
+            }),
+            Some("bundle") => Ok(Request::Bundle {
+                name: name(w.name)?,
             }),
             Some(other) => Err(format!("unknown operation '{other}'")),
             None => Err("request without an operation".into()),
@@ -240,6 +254,9 @@ mod tests {
                 have: None,
             },
             Request::Sink { size: 1 << 40 },
+            Request::Bundle {
+                name: "tree".into(),
+            },
         ] {
             let b = r.encode();
             assert!(!b.contains(&0));
