@@ -25,9 +25,11 @@ fn mode(p: &Path) -> u32 {
     std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
 }
 
-/// Every entry below `root` (relative name, kind, mode, mtime, bytes), in
-/// name order, links excluded.
-fn listing(root: &Path) -> Vec<(Vec<u8>, bool, u32, std::time::SystemTime, Vec<u8>)> {
+/// One entry of a tree: relative name, is a directory, mode, mtime, bytes.
+type Entry = (Vec<u8>, bool, u32, std::time::SystemTime, Vec<u8>);
+
+/// Every entry below `root`, in name order, links excluded.
+fn listing(root: &Path) -> Vec<Entry> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {

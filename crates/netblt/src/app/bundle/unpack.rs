@@ -32,6 +32,7 @@ struct Pending {
     tmp: Vec<u8>,
     name: Vec<u8>,
     shown: String,
+    size: u64,
 }
 
 /// The file being written.
@@ -227,27 +228,21 @@ impl Unpacker {
         let force = self.force;
         for p in &pending {
             let r = self.open_dir(&p.parent, false).and_then(|d| {
-                match d.rename(&p.tmp, &p.name, force) {
-                    Ok(()) => Ok(None),
-                    Err(e) => {
-                        let _ = d.unlink(&p.tmp);
-                        Ok(Some(e))
-                    }
-                }
+                d.rename(&p.tmp, &p.name, force).inspect_err(|_| {
+                    let _ = d.unlink(&p.tmp);
+                })
             });
-            match r {
-                Ok(None) => {}
-                Ok(Some(e)) | Err(e) => {
-                    let reason = match e.raw_os_error() {
-                        Some(libc::EEXIST) => "file exists (use --force on the receiver)".into(),
-                        Some(libc::EISDIR) | Some(libc::ENOTEMPTY) => {
-                            "a directory is in the way".into()
-                        }
-                        _ => io_reason(&e),
-                    };
-                    self.report.files = self.report.files.saturating_sub(1);
-                    self.fail(p.shown.clone(), reason);
-                }
+            if let Err(e) = r {
+                let reason = match e.raw_os_error() {
+                    Some(libc::EEXIST) => "file exists (use --force on the receiver)".into(),
+                    Some(libc::EISDIR) | Some(libc::ENOTEMPTY) => {
+                        "a directory is in the way".into()
+                    }
+                    _ => io_reason(&e),
+                };
+                self.report.files = self.report.files.saturating_sub(1);
+                self.report.bytes = self.report.bytes.saturating_sub(p.size);
+                self.fail(p.shown.clone(), reason);
             }
         }
         // Deepest first: a parent's time is set after its children changed
@@ -362,6 +357,7 @@ impl Visitor for Unpacker {
                 tmp,
                 name,
                 shown,
+                size: meta.size,
             },
         });
     }
