@@ -133,6 +133,16 @@ recv_forever() {
         sleep 0.02
     done
 }
+# Waits for receiver $1 (at most 20 s: a sender that failed leaves a
+# --once receiver waiting), then stops it.
+wait_recv() {
+    for _ in $(seq 400); do
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
 secflag() { [ "$1" = insecure ] && echo --insecure || true; }
 
 # ---------------------------------------------------------------- many
@@ -206,7 +216,7 @@ PY
                 # shellcheck disable=SC2046
                 "$BIN" send "$SRC" "$RADDR" --json --policy "$pol" $(secflag "$sec") >"$W/send.json" 2>"$W/send.err" || true
                 T1=$(now)
-                wait "$RP" || true
+                wait_recv "$RP"
                 r=$(check "$D/tree")
                 row many "netblt $sec $pol" "$rep" "$(echo "$T1 - $T0" | bc -l)" \
                     "$(jf "$W/send.json" "d['cpu_user_s']+d['cpu_sys_s']" 2>/dev/null || echo nan)" \
@@ -333,7 +343,7 @@ copy() {
                 # shellcheck disable=SC2086,SC2046
                 "$BIN" send "$F" "$RADDR" --json $extra $(secflag "$sec") >"$W/send.json" 2>"$W/send.err" || true
                 T1=$(now)
-                wait "$RP" || true
+                wait_recv "$RP"
                 row copy "netblt $sec $tuned" "$rep" "$(echo "$T1 - $T0" | bc -l)" \
                     "$(jf "$W/send.json" "d['cpu_user_s']+d['cpu_sys_s']" 2>/dev/null || echo nan)" \
                     "$(jf "$W/recv.json" "d['cpu_user_s']+d['cpu_sys_s']" 2>/dev/null || echo nan)" \

@@ -239,12 +239,37 @@ fn parallel_bundles(
     common: &CommonFlags,
     n: usize,
 ) -> anyhow::Result<(i32, bool)> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
     let shards = bundle.shards(n);
+    // The first connection goes alone until it is open: a receiver seen for
+    // the first time has its key pinned in known_hosts then, and
+    // connections opening together would each append it at once.
+    let open = Arc::new(AtomicBool::new(false));
+    let mut first = opts.clone();
+    let flag = Arc::clone(&open);
+    first.progress = Some(Arc::new(move |p: &netblt::Progress| {
+        if p.srtt.is_some() || p.bytes > 0 {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }));
     let results: Vec<_> = std::thread::scope(|sc| {
-        let hs: Vec<_> = shards
-            .iter()
-            .map(|b| sc.spawn(move || netblt::send_bundle(b, remote, opts)))
-            .collect();
+        let mut hs = Vec::new();
+        for (i, b) in shards.iter().enumerate() {
+            if i == 0 {
+                let (f, o) = (&first, &open);
+                hs.push(sc.spawn(move || {
+                    let r = netblt::send_bundle(b, remote, f);
+                    o.store(true, Ordering::Relaxed);
+                    r
+                }));
+                while !open.load(Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            } else {
+                hs.push(sc.spawn(move || netblt::send_bundle(b, remote, opts)));
+            }
+        }
         hs.into_iter()
             .map(|h| {
                 h.join()

@@ -686,6 +686,21 @@ mod tests {
     }
 
     #[test]
+    fn sizes_past_ustar_travel_in_pax() {
+        // 10 GiB: past ustar's 11 octal digits; the header alone is parsed
+        // (the data would follow).
+        let m = meta(b"huge", EntryKind::File, 10 << 30, 0);
+        let mut out = Vec::new();
+        write_header(&m, &mut out);
+        assert_eq!(out.len(), 3 * BLOCK, "pax header, its records, the entry");
+        let mut p = Parser::new();
+        let mut c = Collect::default();
+        p.push(&out, &mut c).unwrap();
+        assert_eq!(c.entries[0].0.size, 10 << 30);
+        assert!(p.finish().is_err(), "its data are still due");
+    }
+
+    #[test]
     fn pax_mtime_and_records() {
         for ns in [
             0i64,
