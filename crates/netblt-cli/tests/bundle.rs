@@ -428,3 +428,43 @@ fn sparse_file_over_4_gib_in_a_bundle() {
     );
     assert_eq!(std::fs::read(dst.path().join("t/z")).unwrap(), b"after");
 }
+
+#[test]
+fn a_sender_killed_mid_bundle_leaves_nothing_under_a_final_name() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let t = src.path().join("t");
+    for i in 0..40 {
+        write(&t.join(format!("f{i:02}")), &data(250_000, i));
+    }
+    let r = Recv::start(&[
+        "--dir",
+        dst.path().to_str().unwrap(),
+        "--once",
+        "--death-timer",
+        "1",
+    ]);
+    // Slow enough to be killed in the middle: 10 MB at 20 Mb/s.
+    let mut send = spawn(
+        &["send", t.to_str().unwrap(), &r.addr, "--rate", "20M"],
+        Stdio::null(),
+        Stdio::null(),
+        Stdio::null(),
+    );
+    let part = |d: &Path| !temp_files(d).is_empty();
+    assert!(wait_for(T, || part(dst.path())), "no file started");
+    signal(&send, SIGKILL);
+    let _ = send.wait();
+    let (rcode, rout, rerr) = r.finish(T);
+    assert_eq!(rcode, Some(1), "{rerr}");
+    assert!(
+        rout.contains("FAILED") && rout.contains("death timer"),
+        "{rout}"
+    );
+    // Nothing under a final name, no temporary file left.
+    let files: Vec<_> = std::fs::read_dir(dst.path().join("t"))
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(files.is_empty(), "{files:?}");
+    assert!(temp_files(dst.path()).is_empty());
+}

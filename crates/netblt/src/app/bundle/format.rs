@@ -506,7 +506,7 @@ impl Parser {
             }
         }
         let skip = |p: &mut Parser| {
-            let left = size + pad as u64;
+            let left = size.saturating_add(pad as u64);
             p.state = if left == 0 {
                 State::Header
             } else {
@@ -804,6 +804,19 @@ mod tests {
         let mut p = Parser::new();
         p.push(&s[..BLOCK * 3 + 10], &mut Collect::default())
             .unwrap();
+        assert!(p.finish().is_err());
+        // A refused entry claiming the largest size base-256 can say: its
+        // data are skipped without overflow (and never come).
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_path("huge").unwrap();
+        h.set_size(u64::MAX);
+        h.set_cksum();
+        let mut p = Parser::new();
+        let mut c = Collect::default();
+        p.push(h.as_bytes(), &mut c).unwrap();
+        p.push(&[0; 4096], &mut c).unwrap();
+        assert_eq!(c.refused.len(), 1);
         assert!(p.finish().is_err());
         // Junk never panics.
         let mut x = 1u32;
