@@ -468,3 +468,34 @@ fn a_sender_killed_mid_bundle_leaves_nothing_under_a_final_name() {
     assert!(files.is_empty(), "{files:?}");
     assert!(temp_files(dst.path()).is_empty());
 }
+
+#[test]
+fn a_tar_stream_from_gnu_tar_is_unpacked() {
+    // `tar c -C dir .` names entries `./`, `./a`, ...; GNU tar writes its
+    // own long-name headers. Skipped where there is no tar.
+    if Command::new("tar").arg("--version").output().is_err() {
+        eprintln!("skipped: no tar");
+        return;
+    }
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let long = "x".repeat(180);
+    write(&src.path().join("a"), b"alpha");
+    write(&src.path().join(format!("sub/{long}")), &data(3000, 1));
+    let tar = Command::new("tar")
+        .args(["c", "-C", src.path().to_str().unwrap(), "."])
+        .output()
+        .unwrap();
+    assert!(tar.status.success());
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--once"]);
+    let (code, err) = send_tar(&r.addr, tar.stdout);
+    assert_eq!(code, Some(0), "{err}");
+    let (rcode, _, rerr) = r.finish(T);
+    assert_eq!(rcode, Some(0), "{rerr}");
+    assert_eq!(std::fs::read(dst.path().join("a")).unwrap(), b"alpha");
+    assert_eq!(
+        std::fs::read(dst.path().join("sub").join(&long)).unwrap(),
+        data(3000, 1)
+    );
+    assert!(temp_files(dst.path()).is_empty());
+}

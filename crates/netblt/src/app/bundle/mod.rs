@@ -131,6 +131,19 @@ impl FilesReport {
     }
 }
 
+/// A name without leading `./` (as `tar c -C dir .` writes them); `.`
+/// alone becomes empty (the archive's root: the receiver's directory).
+pub(crate) fn strip_dot(mut name: &[u8]) -> &[u8] {
+    while let Some(rest) = name.strip_prefix(b"./") {
+        name = rest;
+    }
+    if name == b"." {
+        &[]
+    } else {
+        name
+    }
+}
+
 /// A name from the stream as path components: relative, `/`-separated,
 /// without empty, `.` or `..` components, NUL bytes or backslashes (the
 /// same rule as single-file names, [`super::names::sanitize`]).
@@ -175,6 +188,9 @@ mod tests {
             components(b"a/b c/..d").unwrap(),
             [&b"a"[..], b"b c", b"..d"]
         );
+        assert_eq!(strip_dot(b"././a/b"), b"a/b");
+        assert_eq!(strip_dot(b"."), b"");
+        assert_eq!(strip_dot(b"./../x"), b"../x");
     }
 
     #[test]

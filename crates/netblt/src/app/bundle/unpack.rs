@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::at::{Dir, Found};
 use super::format::{EntryMeta, Mtime, Parser, Refusal, Visitor};
-use super::{components, FileFailure, FilesReport};
+use super::{components, strip_dot, FileFailure, FilesReport};
 use crate::app::{hex, io_reason, AppError, Kind};
 
 /// A file written and waiting for the commit.
@@ -310,7 +310,12 @@ impl Drop for Unpacker {
 impl Visitor for Unpacker {
     fn dir(&mut self, meta: &EntryMeta) {
         let shown = lossy(&meta.name);
-        let path = match self.check_name(&meta.name) {
+        let name = strip_dot(&meta.name);
+        if name.is_empty() {
+            // `./`: the receiver's own directory, left as it is.
+            return;
+        }
+        let path = match self.check_name(name) {
             Ok(parts) => parts.join(&b'/'),
             Err(why) => return self.fail(shown, why),
         };
@@ -325,7 +330,7 @@ impl Visitor for Unpacker {
         self.current = None;
         self.dropping = true;
         let shown = lossy(&meta.name);
-        let (parent, name) = match self.check_name(&meta.name) {
+        let (parent, name) = match self.check_name(strip_dot(&meta.name)) {
             Ok(parts) => split_last(&parts),
             Err(why) => return self.fail(shown, why),
         };
