@@ -12,9 +12,18 @@ pub fn line(r: &TransferReport) -> String {
     } else {
         "<-"
     };
+    // A bundle: its files and directories, then the stream's length.
+    let files = r.files.as_ref().map_or(String::new(), |f| {
+        format!(
+            "{} files and {} directories ({}), as ",
+            f.files,
+            f.dirs,
+            fmt_bytes(f.bytes)
+        )
+    });
     match &r.error {
         None => format!(
-            "{} {arrow} {}: {} in {:.2} s, {} (steady {}), {}{}",
+            "{} {arrow} {}: {files}{} in {:.2} s, {} (steady {}), {}{}",
             r.name,
             r.peer,
             fmt_bytes(r.bytes),

@@ -1,6 +1,7 @@
-//! Many files: a directory sent with `--parallel`, modification times and
+//! Many files: a directory sent with `--parallel` (one bundle per shard, or
+//! one connection per file with `--per-file`), modification times and
 //! permission bits kept, symlinks never followed, a failed file reported
-//! while the others go on.
+//! while the others go on. (One bundle: tests/bundle.rs.)
 
 mod common;
 
@@ -8,8 +9,7 @@ use common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-#[test]
-fn a_directory_of_small_files_in_parallel() {
+fn a_directory_of_small_files_in_parallel(per_file: bool) {
     let src = tempfile::tempdir().unwrap();
     let dst = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
@@ -28,12 +28,23 @@ fn a_directory_of_small_files_in_parallel() {
     std::os::unix::fs::symlink(outside.path().join("secret"), root.join("escape")).unwrap();
     std::os::unix::fs::symlink(outside.path(), root.join("escape_dir")).unwrap();
     let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
-    let (code, out, err) = run(
-        &["send", root.to_str().unwrap(), &r.addr, "--parallel", "8"],
-        T,
-    );
+    let mut args = vec!["send", root.to_str().unwrap(), &r.addr, "--parallel", "8"];
+    if per_file {
+        args.push("--per-file");
+    }
+    let (code, out, err) = run(&args, T);
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(out.lines().count(), 200, "one line per file");
+    if per_file {
+        assert_eq!(out.lines().count(), 200, "one line per file");
+    } else {
+        // 8 shards of files, then the directories.
+        let lines: Vec<_> = out.lines().filter(|l| l.contains(" -> ")).collect();
+        assert_eq!(lines.len(), 9, "{out}");
+        assert!(
+            lines[8].contains("(directories)") && lines[8].contains("0 files and 8 directories"),
+            "{out}"
+        );
+    }
     for i in 0..200u64 {
         let rel = format!("tree/d{}/f{i}", i % 7);
         let (a, b) = (src.path().join(&rel), dst.path().join(&rel));
@@ -52,6 +63,16 @@ fn a_directory_of_small_files_in_parallel() {
     assert!(!dst.path().join("tree/escape").exists());
     assert!(!dst.path().join("tree/escape_dir").exists());
     assert!(temp_files(dst.path()).is_empty());
+}
+
+#[test]
+fn a_directory_of_small_files_one_connection_each() {
+    a_directory_of_small_files_in_parallel(true);
+}
+
+#[test]
+fn a_directory_of_small_files_in_parallel_bundles() {
+    a_directory_of_small_files_in_parallel(false);
 }
 
 #[test]
@@ -80,6 +101,7 @@ fn one_failed_file_does_not_stop_the_others() {
                 &r.addr,
                 "--parallel",
                 par,
+                "--per-file",
             ],
             T,
         );

@@ -15,6 +15,10 @@ pub struct IncomingTransfer {
     /// The sender streams data of unknown length (`netblt send -`): the
     /// transfer ends with its last buffer.
     pub stream: bool,
+    /// The data are a bundle of files (`netblt send DIR`): a POSIX tar
+    /// stream (pax format) that a directory receiver would unpack. Refuse
+    /// it in [`accept`](DataHandler::accept) if you cannot use it.
+    pub bundle: bool,
     /// The sender's address.
     pub peer: SocketAddr,
 }

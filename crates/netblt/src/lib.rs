@@ -22,7 +22,8 @@
 //!
 //! Every call is blocking and runs one transfer on the calling thread (plus
 //! a reader or writer thread for the disk). The active end
-//! ([`send_file`], [`send_dir`], [`send_reader`], [`get`], [`bench()`]) takes
+//! ([`send_file`], [`send_bundle`], [`send_dir`], [`send_reader`], [`get`],
+//! [`bench()`]) takes
 //! [`SendOptions`]; the passive end is a [`Receiver`] with
 //! [`ReceiverOptions`] that stores files ([`Receiver::serve_dir`]), discards
 //! data ([`Receiver::sink`]) or hands it to a [`DataHandler`]
@@ -39,6 +40,16 @@
 //! sender's success means the receiver verified. The name, size and
 //! operation ride in RFC 998's OPEN and RESPONSE client strings (compact
 //! JSON), so a `netblt` tool at either end interoperates.
+//!
+//! # Many files
+//!
+//! [`send_bundle`] moves a [`Bundle`] (files and directories, walked with
+//! [`Bundle::walk`]) in one transfer: a tar stream made while it is sent
+//! and unpacked while it arrives by a receiver serving a directory, which
+//! writes nothing outside it, keeps modification times and permission
+//! bits, and moves the files into place only once the whole stream is
+//! verified. [`TransferReport::files`] says what was stored and what
+//! failed.
 //!
 //! # Layers
 //!
@@ -63,10 +74,11 @@ mod receiver;
 mod report;
 mod security;
 
+pub use app::bundle::{Bundle, FileFailure, FilesReport};
 pub use app::params::{DEFAULT_RATE, MAX_UDP_PACKET_SIZE};
 pub use client::{
-    bench, files_to_send, get, get_to_writer, send_dir, send_file, send_file_as, send_reader,
-    send_stream,
+    bench, files_to_send, get, get_to_writer, send_bundle, send_dir, send_file, send_file_as,
+    send_reader, send_stream, send_tar,
 };
 pub use diagnosis::{Diagnosis, Limit};
 pub use driver::passive::JunkCounts;

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use netblt_proto::{Connection, Incoming, Mode};
 
+use crate::app::bundle::unpack::Unpacker;
 use crate::app::meta::{Request, Response};
 use crate::app::names::resolve;
 use crate::app::params::{config, passive_limits, passive_rate};
@@ -201,6 +202,7 @@ impl Policy {
                     name: name.to_string(),
                     size: m.size.unwrap_or(0),
                     stream: m.size.is_none(),
+                    bundle: false,
                     peer,
                 };
                 h.lock()
@@ -268,6 +270,39 @@ impl Policy {
                     },
                     name,
                     resp,
+                ))
+            }
+            (Mode::Write, Request::Bundle { name }) => {
+                let target = match &self.data {
+                    Data::Dir(dir) => Target::Bundle(Box::new(
+                        Unpacker::new(dir, self.opts.overwrite).map_err(|e| e.peer_reason)?,
+                    )),
+                    Data::Discard => Target::Discard,
+                    Data::Handler(h) => {
+                        // A handler sees the tar stream itself (`recv
+                        // --stdout` writes it out: pipe it to `tar x`).
+                        let t = IncomingTransfer {
+                            name: name.clone(),
+                            size: 0,
+                            stream: true,
+                            bundle: true,
+                            peer: inc.remote,
+                        };
+                        h.lock()
+                            .map_err(|_| "receiver's handler failed".to_string())?
+                            .accept(&t)?;
+                        Target::Handler(Arc::clone(h), t)
+                    }
+                };
+                Ok((
+                    Plan::Receive {
+                        size: None,
+                        target: Some(target),
+                        make: None,
+                        digest: true,
+                    },
+                    name,
+                    Response::default(),
                 ))
             }
             (Mode::Read, Request::Get { name, have }) => {

@@ -160,6 +160,10 @@ pub struct TransferReport {
     /// end).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub security: Option<crate::SecurityReport>,
+    /// A bundle of files ([`send_bundle`](crate::send_bundle)): files,
+    /// directories and bytes sent or stored, and the entries that failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<crate::FilesReport>,
 }
 
 fn error_message<S: Serializer>(e: &Option<Error>, s: S) -> Result<S::Ok, S::Error> {
@@ -270,6 +274,7 @@ impl TransferReport {
             error,
             io: None,
             security: None,
+            files: t.files_report(),
         }
     }
 }

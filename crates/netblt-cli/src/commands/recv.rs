@@ -22,7 +22,11 @@ pub struct RecvArgs {
     /// NETBLT port).
     #[arg(long, default_value = "0.0.0.0:9998")]
     pub listen: SocketAddr,
-    /// Directory received files go to (and --serve reads from).
+    /// Directory received files go to (and --serve reads from). A bundle
+    /// (`netblt send DIR`) is unpacked below it: nothing is written
+    /// outside, links are never followed, files appear only once the whole
+    /// bundle is verified, and a file that cannot be stored is reported
+    /// while the others arrive.
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
     /// Discard all received data (memory-to-memory tests; `netblt bench`).
@@ -34,13 +38,15 @@ pub struct RecvArgs {
     /// Write one transfer's data to standard output, in order, then exit
     /// (implies --once; reports go to stderr). The bytes are written before
     /// the end-to-end digest is checked: the exit status says whether they
-    /// verified, e.g. `netblt recv --stdout | tar x`.
+    /// verified, e.g. `netblt recv --stdout | tar x`. A bundle of files
+    /// arrives as its tar stream.
     #[arg(long, conflicts_with_all = ["sink", "serve", "dir"])]
     pub stdout: bool,
     /// Let peers fetch files under --dir (`netblt get`, READ mode).
     #[arg(long)]
     pub serve: bool,
-    /// Overwrite existing files.
+    /// Overwrite existing files (a bundle's too; an existing directory is
+    /// never replaced).
     #[arg(long)]
     pub force: bool,
     /// Seconds of silence after which a sender is declared dead.
@@ -76,12 +82,28 @@ fn print_report(report: &TransferReport, junk: &JunkCounts, json: bool, to_stder
     } else {
         println!("{text}");
     }
+    // A bundle's entries that could not be stored: one line each.
+    if let Some(f) = &report.files {
+        for x in &f.failed {
+            eprintln!("netblt: {}: {}", x.name, x.reason);
+        }
+        if f.more_failed > 0 {
+            eprintln!("netblt: ... and {} more entries failed", f.more_failed);
+        }
+    }
 }
 
 /// `--stdout`: the data, in order, to standard output.
 struct Stdout(std::io::BufWriter<std::io::Stdout>);
 
 impl DataHandler for Stdout {
+    fn accept(&mut self, t: &IncomingTransfer) -> Result<(), String> {
+        if t.bundle {
+            eprintln!("netblt: {} is a bundle of files: its tar stream goes to standard output (pipe it to `tar x`)", t.name);
+        }
+        Ok(())
+    }
+
     fn data(&mut self, _: &IncomingTransfer, _: u64, bytes: &[u8]) -> Result<(), String> {
         self.0
             .write_all(bytes)

@@ -1,5 +1,9 @@
-//! `netblt send FILE|DIR|-... HOST[:PORT]`: WRITE mode, one connection per
-//! file, in turn; `-` sends standard input as a stream.
+//! `netblt send FILE|DIR|-... HOST[:PORT]`: WRITE mode. One file: one
+//! connection. A directory or several files: one connection carrying a
+//! bundle (a tar stream unpacked by the receiver; `--parallel N`: N such
+//! connections), or one connection per file with `--per-file` or
+//! `--resume`. `-` sends standard input as a stream (`--tar`: a tar stream
+//! to unpack).
 
 use std::path::PathBuf;
 
@@ -14,14 +18,29 @@ use crate::progress::default_sigpipe;
 pub struct SendArgs {
     /// Files or directories to send, then the receiver as HOST[:PORT]
     /// (default port 9998). Directories are walked; their files keep their
-    /// path below the directory's name. `-` alone sends standard input (a
-    /// stream of unknown length, e.g. `tar c dir | netblt send - HOST
-    /// --name dir.tar`), named by --name.
+    /// path below the directory's name, with their modification times and
+    /// permission bits; links inside are never followed. A directory or
+    /// several files travel in ONE connection as a bundle (a tar stream the
+    /// receiver unpacks as it arrives; nothing appears there before the
+    /// whole bundle is verified). `-` alone sends standard input (a stream
+    /// of unknown length, e.g. `tar c dir | netblt send - HOST --name
+    /// dir.tar`), named by --name.
     #[arg(required = true, num_args = 2.., value_name = "FILE|DIR|-... HOST[:PORT]")]
     pub args: Vec<String>,
     /// The name the receiver stores standard input under (with `-`).
     #[arg(long)]
     pub name: Option<String>,
+    /// With `-`: standard input is a tar stream for the receiver to unpack
+    /// into its directory, as a bundle (regular files and directories;
+    /// links and devices are refused; nothing is written outside it):
+    /// `tar c dir | netblt send - HOST --tar`.
+    #[arg(long)]
+    pub tar: bool,
+    /// One connection per file (the receiver stores each file on its own),
+    /// instead of one bundle: for receivers older than bundles, or to see
+    /// one line per file. Implied by --resume.
+    #[arg(long)]
+    pub per_file: bool,
     /// Continue an interrupted transfer: the receiver keeps a partial file
     /// and a journal of verified 1 MiB units; if the file's name, size and
     /// modification time match, and the prefix's hash matches this file,
@@ -29,9 +48,11 @@ pub struct SendArgs {
     /// the file is sent whole.
     #[arg(long)]
     pub resume: bool,
-    /// Files in flight at once, one connection each: many small files then
-    /// do not wait for one another's round trips. A failed file is
-    /// reported and the others go on. (No progress bar above 1.)
+    /// Connections at once. A bundle is dealt into N bundles of about equal
+    /// bytes, sent at the same time (then one more with the directories'
+    /// modes and times); with --per-file, N files are in flight, one
+    /// connection each. A failed file is reported and the others go on.
+    /// (No progress bar above 1.)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub parallel: u16,
     #[command(flatten)]
@@ -56,6 +77,12 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
         if paths.len() != 1 {
             return Err(CliError::usage("'-' (standard input) must be the only source").into());
         }
+        if a.tar {
+            let name = a.name.as_deref().unwrap_or("standard input");
+            let result = netblt::send_tar(std::io::stdin(), name, remote, &opts);
+            bar.finish();
+            return finish_bundle(result, &a.common).map(|(rc, _)| rc);
+        }
         let Some(name) = a.name.as_deref() else {
             return Err(CliError::usage("sending standard input needs --name NAME").into());
         };
@@ -63,10 +90,32 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
         bar.finish();
         return finish_one(result, &a.common, name, true);
     }
-    if a.name.is_some() {
-        return Err(CliError::usage("--name is for standard input ('-')").into());
+    if a.name.is_some() || a.tar {
+        return Err(CliError::usage("--name and --tar are for standard input ('-')").into());
     }
     let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
+    let one_file = paths.len() == 1 && !paths[0].is_dir();
+    if !(one_file || a.per_file || a.resume) {
+        let bundle = netblt::Bundle::walk(&paths).map_err(CliError::from)?;
+        let n = usize::from(a.parallel);
+        let outcome = if n > 1 && bundle.files() > 1 {
+            opts.progress = None;
+            parallel_bundles(&bundle, remote, &opts, &a.common, n)
+        } else {
+            let result = netblt::send_bundle(&bundle, remote, &opts);
+            bar.finish();
+            finish_bundle(result, &a.common)
+        };
+        let (code, old_receiver) = outcome?;
+        if !old_receiver {
+            return Ok(code);
+        }
+        // A receiver without bundles said so in its refusal: the old way.
+        eprintln!(
+            "netblt: the receiver does not take bundles (an older netblt): sending one file per connection"
+        );
+        opts.progress = None;
+    }
     let files = netblt::files_to_send(&paths).map_err(CliError::from)?;
     if a.parallel > 1 && files.len() > 1 {
         opts.progress = None;
@@ -129,7 +178,134 @@ fn finish_one(
     }
 }
 
-/// `--parallel N`: N threads take files from one queue, each file its own
+/// Prints a bundle's outcome: a line (or JSON), then one line per entry
+/// that failed. Returns its exit code, and whether the receiver refused
+/// because it does not know bundles (then nothing was sent).
+fn finish_bundle(
+    result: Result<netblt::TransferReport, netblt::Error>,
+    common: &CommonFlags,
+) -> anyhow::Result<(i32, bool)> {
+    let report = match result {
+        Ok(r) => r,
+        Err(netblt::Error::Transfer(r)) => *r,
+        Err(e) => return Err(CliError::from(e).into()),
+    };
+    let old = report
+        .error
+        .as_ref()
+        .is_some_and(|e| e.to_string().contains("unknown operation 'bundle'"));
+    if old {
+        return Ok((exit::OK, true));
+    }
+    if !common.print_json(&serde_json::to_value(&report)?) && report.error.is_none() {
+        println!("{}", line(&report));
+        if let Some(w) = why(&report) {
+            println!("{w}");
+        }
+    }
+    if let Some(f) = &report.files {
+        for x in &f.failed {
+            eprintln!("netblt: {}: not sent: {}", x.name, x.reason);
+        }
+        if f.more_failed > 0 {
+            eprintln!("netblt: ... and {} more not sent", f.more_failed);
+        }
+    }
+    match &report.error {
+        None => Ok((exit::OK, false)),
+        Some(e) => {
+            // The receiver's list of failures comes one per line.
+            let text = e.to_string();
+            let mut lines = text.lines();
+            let first = format!("{}: {}", report.name, lines.next().unwrap_or_default());
+            let rc = exit::of(e);
+            if rc == exit::NETWORK {
+                return Err(CliError::new(rc, first).into());
+            }
+            eprintln!("netblt: {first}");
+            for l in lines {
+                eprintln!("netblt:   {l}");
+            }
+            Ok((rc, false))
+        }
+    }
+}
+
+/// `--parallel N` with a bundle: N shards at once, then the directories.
+fn parallel_bundles(
+    bundle: &netblt::Bundle,
+    remote: std::net::SocketAddr,
+    opts: &netblt::SendOptions,
+    common: &CommonFlags,
+    n: usize,
+) -> anyhow::Result<(i32, bool)> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let shards = bundle.shards(n);
+    // The first connection goes alone until it is open: a receiver seen for
+    // the first time has its key pinned in known_hosts then, and
+    // connections opening together would each append it at once.
+    let open = Arc::new(AtomicBool::new(false));
+    let mut first = opts.clone();
+    let flag = Arc::clone(&open);
+    first.progress = Some(Arc::new(move |p: &netblt::Progress| {
+        if p.srtt.is_some() || p.bytes > 0 {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }));
+    let results: Vec<_> = std::thread::scope(|sc| {
+        let mut hs = Vec::new();
+        for (i, b) in shards.iter().enumerate() {
+            if i == 0 {
+                let (f, o) = (&first, &open);
+                hs.push(sc.spawn(move || {
+                    let r = netblt::send_bundle(b, remote, f);
+                    o.store(true, Ordering::Relaxed);
+                    r
+                }));
+                while !open.load(Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            } else {
+                hs.push(sc.spawn(move || netblt::send_bundle(b, remote, opts)));
+            }
+        }
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(netblt::Error::Local("sender thread failed".into())))
+            })
+            .collect()
+    });
+    let mut code = exit::OK;
+    let mut first_err = None;
+    for r in results {
+        match finish_bundle(r, common) {
+            Ok((_, true)) => return Ok((exit::OK, true)),
+            Ok((rc, false)) => {
+                if code == exit::OK {
+                    code = rc;
+                }
+            }
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    let dirs = bundle.directories();
+    if dirs.dirs() > 0 {
+        let (rc, _) = finish_bundle(netblt::send_bundle(&dirs, remote, opts), common)?;
+        if code == exit::OK {
+            code = rc;
+        }
+    }
+    Ok((code, false))
+}
+
+/// `--per-file --parallel N`: N threads take files from one queue, each file its own
 /// connection. The exit code is the first failure's; a network error stops
 /// the queue.
 fn parallel(

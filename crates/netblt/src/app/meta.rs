@@ -14,6 +14,10 @@
 //! * OPEN, WRITE, benchmark: `{"v":1,"op":"sink","size":N}`; in an
 //!   encrypted session `"digest":false` may follow: the transfer then
 //!   carries exactly `size` bytes, no digest (decision K16)
+//! * OPEN, WRITE, many files: `{"v":1,"op":"bundle","name":"label"}`: the
+//!   data are a tar stream of unknown length ([`super::bundle`]) that the
+//!   receiver unpacks into its directory; `name` only labels reports. A
+//!   receiver older than bundles refuses the unknown operation.
 //! * RESPONSE: `{"v":1}`; answering a `get`, the file's `size`, `mtime` and
 //!   `mode`; accepting a resume, `"from":K,"prefix":"hex"` (put: what the
 //!   receiver has; get: the offer accepted); `note` says why a partial copy
@@ -64,6 +68,9 @@ pub(crate) enum Request {
     /// `digest: false`: no end-to-end digest follows the data (only asked
     /// for, and only honoured, in an encrypted session, decision K16).
     Sink { size: u64, digest: bool },
+    /// Unpack the tar stream that follows into the receiver's directory
+    /// (WRITE mode, a stream); `name` labels it in reports.
+    Bundle { name: String },
 }
 
 /// The passive end's answer.
@@ -143,6 +150,10 @@ impl Request {
                 w.size = Some(*size);
                 w.digest = (!digest).then_some(false);
             }
+            Request::Bundle { name } => {
+                w.op = Some("bundle".into());
+                w.name = Some(name.clone());
+            }
         }
         to_bytes(&w)
     }
@@ -176,6 +187,9 @@ impl Request {
             Some("sink") => Ok(Request::Sink {
                 size: w.size.ok_or_else(|| "request without a size".to_string())?,
                 digest: w.digest.unwrap_or(true),
+            }),
+            Some("bundle") => Ok(Request::Bundle {
+                name: name(w.name)?,
             }),
             Some(other) => Err(format!("unknown operation '{other}'")),
             None => Err("request without an operation".into()),
@@ -250,6 +264,9 @@ mod tests {
             Request::Sink {
                 size: 1 << 40,
                 digest: false,
+            },
+            Request::Bundle {
+                name: "tree".into(),
             },
         ] {
             let b = r.encode();

@@ -33,6 +33,7 @@
 //! Metadata (name, size, operation) rides in the OPEN/RESPONSE client strings
 //! ([`meta`]); names from the network are sanitized ([`names`]).
 
+pub(crate) mod bundle;
 pub(crate) mod meta;
 pub(crate) mod names;
 pub(crate) mod params;

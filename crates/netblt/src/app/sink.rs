@@ -9,6 +9,8 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use super::bundle::unpack::Unpacker;
+use super::bundle::FilesReport;
 use super::meta::OFFSET_LEN;
 use super::partial::PartFile;
 use super::tree::TreeHasher;
@@ -28,6 +30,8 @@ pub(crate) enum Target {
     Writer(Box<dyn Write + Send>),
     /// Handed to the user's handler as they come.
     Handler(SharedHandler, IncomingTransfer),
+    /// A bundle's tar stream, unpacked into a directory.
+    Bundle(Box<Unpacker>),
 }
 
 impl Target {
@@ -52,6 +56,9 @@ pub(crate) enum Output {
     Verdict(Result<(Option<[u8; DIGEST_LEN]>, u64), AppError>),
     /// A resumed transfer starts at this offset (the sender's choice).
     From(u64),
+    /// A bundle was unpacked: what was stored and what failed (before its
+    /// verdict).
+    Files(FilesReport),
 }
 
 /// Handle on a running writer thread.
@@ -185,6 +192,7 @@ impl Writer {
             Target::Writer(w) => w
                 .write_all(bytes)
                 .map_err(|e| AppError::io(&self.shown, &e))?,
+            Target::Bundle(u) => u.push(bytes)?,
             Target::Handler(h, t) => {
                 let r = match h.lock() {
                     Ok(mut h) => h.data(t, offset, bytes),
@@ -259,6 +267,7 @@ fn write_loop(
         Target::Discard => "sink".into(),
         Target::Writer(_) => "standard output".into(),
         Target::Handler(_, t) => t.name.clone(),
+        Target::Bundle(u) => u.root_path().display().to_string(),
     };
     let send = |o: Output| {
         let _ = output.send(o);
@@ -267,8 +276,10 @@ fn write_loop(
     // `keep`: leave a partial file a resume can use.
     let end = |target: Target, keep: bool| {
         target.end(false);
-        if let Target::File(t) = target {
-            t.abandon(keep);
+        match target {
+            Target::File(t) => t.abandon(keep),
+            Target::Bundle(u) => u.abandon(),
+            _ => {}
         }
     };
     let resumable = matches!(&target, Target::File(p) if p.offer.is_some());
@@ -324,6 +335,7 @@ fn write_loop(
         let committed = match w.target {
             Target::File(t) => t.commit(),
             Target::Writer(mut o) => o.flush().map_err(|e| AppError::io(&shown, &e)),
+            Target::Bundle(u) => u.commit().map(|r| send(Output::Files(r))),
             other => {
                 other.end(true);
                 Ok(())

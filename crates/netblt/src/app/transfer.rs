@@ -3,10 +3,11 @@
 //! [`Sink`], and collects what the report needs. Both drivers (active and
 //! passive) call [`Transfer::drive`] after every batch of engine input.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use netblt_proto::{Connection, ConnectionError, Event, Instant, TransferParams};
 
+use super::bundle::FilesReport;
 use super::meta::Response;
 use super::partial::parse_digest;
 use super::sink::{Output, Sink, Target};
@@ -76,6 +77,12 @@ pub(crate) struct Transfer {
     pub(crate) resumed_from: Option<u64>,
     /// Something the user should know (a partial copy discarded).
     pub(crate) note: Option<String>,
+    /// A bundle's receiver: what was stored and what failed.
+    pub(crate) files: Option<FilesReport>,
+    /// A bundle's sender: what the packer sent and skipped so far.
+    pub(crate) pack: Option<Arc<Mutex<FilesReport>>>,
+    /// A stream's expected length, for progress only.
+    pub(crate) total_hint: Option<u64>,
 }
 
 impl Transfer {
@@ -101,7 +108,18 @@ impl Transfer {
             gauge: AppGauge::default(),
             resumed_from: None,
             note: None,
+            files: None,
+            pack: None,
+            total_hint: None,
         }
+    }
+
+    /// A bundle's files, as this end knows them.
+    pub(crate) fn files_report(&self) -> Option<FilesReport> {
+        if let Some(p) = &self.pack {
+            return p.lock().ok().map(|r| r.clone());
+        }
+        self.files.clone()
     }
 
     fn fail(&mut self, now: Instant, conn: &mut Connection, e: AppError) {
@@ -191,6 +209,7 @@ impl Transfer {
                     Output::Storage(v) => conn.recycle(v),
                     Output::Verdict(r) => verdict = Some(r),
                     Output::From(f) => self.resumed_from = Some(f),
+                    Output::Files(r) => self.files = Some(r),
                 }
             }
             match verdict {
@@ -198,7 +217,24 @@ impl Transfer {
                     self.digest = d;
                     self.size = Some(len);
                     self.verified = true;
-                    conn.confirm_last(now, Ok(()));
+                    match self.files.as_ref().filter(|f| f.failures() > 0) {
+                        // Some entries of a bundle could not be stored: the
+                        // others are in place, and the sender must hear
+                        // which failed. ABORT is sent once; QUIT is
+                        // retransmitted until acknowledged (RFC 998
+                        // §5.3.2), so the list reaches the sender.
+                        Some(f) => {
+                            let reason = f.quit_reason();
+                            let first = reason.lines().next().unwrap_or_default().to_string();
+                            conn.quit(now, &reason);
+                            self.app_error.get_or_insert(AppError::new(
+                                Kind::Failed,
+                                first,
+                                reason,
+                            ));
+                        }
+                        None => conn.confirm_last(now, Ok(())),
+                    }
                 }
                 Some(Err(e)) => {
                     if !conn.is_closed() {
@@ -299,6 +335,9 @@ impl Transfer {
                 sink.stop();
                 // A verdict may have raced the close.
                 while let Some(o) = sink.poll() {
+                    if let Output::Files(r) = &o {
+                        self.files = Some(r.clone());
+                    }
                     if let Output::Verdict(r) = o {
                         match r {
                             Ok((d, len)) => {
@@ -345,6 +384,12 @@ impl Application for Transfer {
     }
 
     fn fail_locally(&mut self, e: AppError) {
+        // A connection that already ended for a reason the peer gave (a
+        // QUIT listing a bundle's failed files) keeps it: a later "port
+        // unreachable" while dallying only says the peer has gone since.
+        if matches!(self.conn_error, Some(ConnectionError::PeerQuit { .. })) {
+            return;
+        }
         self.app_error.get_or_insert(e);
     }
 

@@ -1,0 +1,213 @@
+//! Many files in one transfer: a *bundle*.
+//!
+//! `netblt send DIR HOST` (or several files) no longer opens one NETBLT
+//! connection per file: the sender walks the tree ([`walk`]), and a reader
+//! ([`pack::Packer`]) turns it on the fly into one tar stream ([`format`]),
+//! which travels as a stream of unknown length, exactly as `send -` does
+//! (the end-to-end BLAKE3 digest follows it and is checked before the last
+//! OK). The receiver parses the stream as it arrives and writes each file
+//! ([`unpack::Unpacker`]), safely: names are checked, every directory is
+//! opened without following links ([`at`]), files go to temporary names.
+//!
+//! # What a bundle guarantees
+//!
+//! * Nothing is written outside the receiver's directory: absolute names,
+//!   `..`, links and devices in the stream are refused (per entry), and a
+//!   link already in the destination is never followed.
+//! * No file appears under its final name before the whole stream's digest
+//!   has been checked: files are written to `.<name>.<tag>.netblt-bundle`,
+//!   the file system is flushed once (`syncfs`), then all are renamed into
+//!   place (never over an existing file without `--force`), then the
+//!   directories get their modes and times, then a second flush. There is
+//!   no `fsync` per file (decision M3).
+//! * Each file keeps its modification time (with nanoseconds) and
+//!   permission bits, like `rsync -t -p`; directories too.
+//! * A file that cannot be stored (a name too long, permission denied, a
+//!   file in the way) is reported and the others go on; the receiver then
+//!   ends the connection with a QUIT whose reason lists the failures, so
+//!   both ends exit non-zero with one line per failure. A full disk or a
+//!   read-only file system ends the whole transfer.
+//!
+//! What a crash of the receiver leaves: temporary `.*.netblt-bundle` files
+//! (never a file under its final name with the wrong bytes) and the
+//! directories made so far. A bundle cannot be resumed.
+
+pub(crate) mod at;
+pub(crate) mod format;
+pub(crate) mod pack;
+pub(crate) mod unpack;
+pub(crate) mod walk;
+
+use serde::Serialize;
+
+pub use walk::Bundle;
+
+/// An entry that could not be sent or stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct FileFailure {
+    /// The entry's name in the bundle (`dir/rel/path`).
+    pub name: String,
+    /// Why, in a few words ("permission denied", "name too long for the
+    /// receiver's file system", "symbolic links are not accepted").
+    pub reason: String,
+}
+
+impl FileFailure {
+    pub(crate) fn new(name: impl Into<String>, reason: impl Into<String>) -> FileFailure {
+        FileFailure {
+            name: name.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for FileFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.name, self.reason)
+    }
+}
+
+/// What a bundle moved ([`TransferReport::files`](crate::TransferReport::files)).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct FilesReport {
+    /// Regular files sent (sender) or stored (receiver).
+    pub files: u64,
+    /// Directories sent or made.
+    pub dirs: u64,
+    /// Bytes of those files.
+    pub bytes: u64,
+    /// Entries that failed: skipped by the sender (unreadable), or not
+    /// stored by the receiver. At most [`FilesReport::MAX_LISTED`] are
+    /// listed; `more_failed` counts the rest.
+    pub failed: Vec<FileFailure>,
+    /// Failures beyond those listed.
+    pub more_failed: u64,
+    /// Sender: symbolic links, devices, sockets and FIFOs inside the
+    /// directories, which are never sent.
+    pub not_regular: u64,
+}
+
+impl FilesReport {
+    /// Failures listed one by one; beyond, only counted.
+    pub const MAX_LISTED: usize = 1000;
+
+    /// All failures, listed or not.
+    pub fn failures(&self) -> u64 {
+        self.failed.len() as u64 + self.more_failed
+    }
+
+    pub(crate) fn fail(&mut self, f: FileFailure) {
+        if self.failed.len() < Self::MAX_LISTED {
+            self.failed.push(f);
+        } else {
+            self.more_failed += 1;
+        }
+    }
+
+    /// The receiver's QUIT reason when entries failed: a first line, then
+    /// one line per failure, cut to fit a control packet.
+    pub(crate) fn quit_reason(&self) -> String {
+        const ROOM: usize = 900;
+        let mut s = format!(
+            "{} of {} entries could not be stored at the receiver",
+            self.failures(),
+            self.failures() + self.files + self.dirs
+        );
+        let mut shown = 0u64;
+        for f in &self.failed {
+            let line = format!("\n{f}");
+            if s.len() + line.len() > ROOM {
+                break;
+            }
+            s.push_str(&line);
+            shown += 1;
+        }
+        if shown < self.failures() {
+            s.push_str(&format!("\n(and {} more)", self.failures() - shown));
+        }
+        s
+    }
+}
+
+/// A name without leading `./` (as `tar c -C dir .` writes them); `.`
+/// alone becomes empty (the archive's root: the receiver's directory).
+pub(crate) fn strip_dot(mut name: &[u8]) -> &[u8] {
+    while let Some(rest) = name.strip_prefix(b"./") {
+        name = rest;
+    }
+    if name == b"." {
+        &[]
+    } else {
+        name
+    }
+}
+
+/// A name from the stream as path components: relative, `/`-separated,
+/// without empty, `.` or `..` components, NUL bytes or backslashes (the
+/// same rule as single-file names, [`super::names::sanitize`]).
+pub(crate) fn components(name: &[u8]) -> Result<Vec<&[u8]>, &'static str> {
+    if name.is_empty() || name.starts_with(b"/") {
+        return Err("name not allowed (absolute or empty)");
+    }
+    if name.len() > super::meta::MAX_NAME {
+        return Err("name not allowed (too long)");
+    }
+    let parts: Vec<&[u8]> = name.split(|&b| b == b'/').collect();
+    for p in &parts {
+        if p.is_empty() || *p == b"." || *p == b".." {
+            return Err("name not allowed ('..', '.' or an empty component)");
+        }
+        if p.contains(&0) || p.contains(&b'\\') {
+            return Err("name not allowed (NUL or backslash)");
+        }
+    }
+    Ok(parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_escape_are_refused() {
+        for bad in [
+            &b""[..],
+            b"/etc/passwd",
+            b"../x",
+            b"a/../../b",
+            b"a//b",
+            b"./a",
+            b"a/.",
+            b"a\\b",
+        ] {
+            assert!(components(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+        assert_eq!(
+            components(b"a/b c/..d").unwrap(),
+            [&b"a"[..], b"b c", b"..d"]
+        );
+        assert_eq!(strip_dot(b"././a/b"), b"a/b");
+        assert_eq!(strip_dot(b"."), b"");
+        assert_eq!(strip_dot(b"./../x"), b"../x");
+    }
+
+    #[test]
+    fn quit_reason_fits_a_packet() {
+        let mut r = FilesReport {
+            files: 10,
+            ..FilesReport::default()
+        };
+        for i in 0..200 {
+            r.fail(FileFailure::new(
+                format!("dir/file{i}"),
+                "permission denied",
+            ));
+        }
+        let q = r.quit_reason();
+        assert!(q.len() < 1000, "{}", q.len());
+        assert!(q.starts_with("200 of 210 entries"));
+        assert!(q.contains("dir/file0: permission denied") && q.ends_with("more)"));
+    }
+}

@@ -1,0 +1,275 @@
+//! What a bundle holds: the sender's walk of the files and directories
+//! given, in name order, without following links inside them.
+
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+use super::format::{entry_len, EntryKind, EntryMeta, Mtime, END};
+use super::FileFailure;
+use crate::app::io_reason;
+use crate::error::Error;
+
+/// One entry to send.
+#[derive(Debug, Clone)]
+pub(crate) struct Item {
+    pub(crate) path: PathBuf,
+    /// The name in the bundle (`dirname/rel/path`), raw bytes.
+    pub(crate) name: Vec<u8>,
+    pub(crate) kind: EntryKind,
+    /// At the walk: size, permission bits, modification time (a file's are
+    /// read again when it is sent).
+    pub(crate) size: u64,
+    pub(crate) mode: u32,
+    pub(crate) mtime: Mtime,
+}
+
+impl Item {
+    pub(crate) fn meta(&self) -> EntryMeta {
+        EntryMeta {
+            name: self.name.clone(),
+            kind: self.kind,
+            size: self.size,
+            mode: self.mode,
+            mtime: self.mtime,
+        }
+    }
+}
+
+/// Files and directories to send in one transfer ([`send_bundle`](crate::send_bundle)).
+///
+/// [`Bundle::walk`] takes files and directories: a file is sent under its
+/// file name, a directory as itself and everything below it
+/// (`dirname/rel/path`), in name order. Symbolic links given on the
+/// command line are followed; inside directories, links, devices, sockets
+/// and FIFOs are never sent (nor followed), and a subdirectory that cannot
+/// be read is listed in [`skipped`](Bundle::skipped).
+#[derive(Debug, Clone, Default)]
+pub struct Bundle {
+    pub(crate) items: Vec<Item>,
+    name: String,
+    pub(crate) skipped: Vec<FileFailure>,
+    pub(crate) not_regular: u64,
+}
+
+fn mtime_of(m: &std::fs::Metadata) -> Mtime {
+    Mtime {
+        secs: m.mtime(),
+        nanos: u32::try_from(m.mtime_nsec()).unwrap_or(0),
+    }
+}
+
+/// The name a path given by the user is sent under: its last normal
+/// component (`.` and `..` resolved first).
+fn base_name(p: &Path) -> Vec<u8> {
+    let last = |p: &Path| {
+        p.components().next_back().and_then(|c| match c {
+            Component::Normal(n) => Some(n.as_bytes().to_vec()),
+            _ => None,
+        })
+    };
+    last(p)
+        .or_else(|| p.canonicalize().ok().as_deref().and_then(last))
+        .unwrap_or_else(|| b"root".to_vec())
+}
+
+impl Bundle {
+    /// Walks `paths` (files or directories). Fails if one of them does not
+    /// exist or cannot be read at all.
+    pub fn walk(paths: &[PathBuf]) -> Result<Bundle, Error> {
+        let mut b = Bundle::default();
+        for p in paths {
+            let meta = std::fs::metadata(p)
+                .map_err(|e| Error::Local(format!("{}: {}", p.display(), io_reason(&e))))?;
+            let name = base_name(p);
+            if meta.is_dir() {
+                std::fs::read_dir(p)
+                    .map_err(|e| Error::Local(format!("{}: {}", p.display(), io_reason(&e))))?;
+                b.push(p, name.clone(), EntryKind::Dir, &meta);
+                b.walk_dir(p, &name);
+            } else if meta.is_file() {
+                b.push(p, name, EntryKind::File, &meta);
+            } else {
+                return Err(Error::Local(format!("{}: not a regular file", p.display())));
+            }
+        }
+        b.name = match paths {
+            [one] => String::from_utf8_lossy(&base_name(one)).into_owned(),
+            _ => format!("{} paths", paths.len()),
+        };
+        Ok(b)
+    }
+
+    fn push(&mut self, path: &Path, name: Vec<u8>, kind: EntryKind, m: &std::fs::Metadata) {
+        self.items.push(Item {
+            path: path.to_path_buf(),
+            name,
+            kind,
+            size: if kind == EntryKind::File { m.len() } else { 0 },
+            mode: m.mode() & 0o7777,
+            mtime: mtime_of(m),
+        });
+    }
+
+    fn walk_dir(&mut self, dir: &Path, prefix: &[u8]) {
+        let shown = || String::from_utf8_lossy(prefix).into_owned();
+        let entries = match std::fs::read_dir(dir) {
+            Ok(rd) => rd.collect::<Result<Vec<_>, _>>(),
+            Err(e) => Err(e),
+        };
+        let mut entries = match entries {
+            Ok(e) => e,
+            Err(e) => {
+                self.skipped.push(FileFailure::new(shown(), io_reason(&e)));
+                return;
+            }
+        };
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let mut name = prefix.to_vec();
+            name.push(b'/');
+            name.extend_from_slice(e.file_name().as_bytes());
+            let path = e.path();
+            // lstat: a link is reported as a link, never followed.
+            let meta = match std::fs::symlink_metadata(&path) {
+                Ok(m) => m,
+                Err(e) => {
+                    let n = String::from_utf8_lossy(&name).into_owned();
+                    self.skipped.push(FileFailure::new(n, io_reason(&e)));
+                    continue;
+                }
+            };
+            let ft = meta.file_type();
+            if ft.is_dir() {
+                self.push(&path, name.clone(), EntryKind::Dir, &meta);
+                self.walk_dir(&path, &name);
+            } else if ft.is_file() {
+                self.push(&path, name, EntryKind::File, &meta);
+            } else {
+                self.not_regular += 1;
+            }
+        }
+    }
+
+    /// What the bundle is called in reports: the path's name, or "N paths".
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Regular files in the bundle.
+    pub fn files(&self) -> u64 {
+        self.count(EntryKind::File)
+    }
+
+    /// Directories in the bundle.
+    pub fn dirs(&self) -> u64 {
+        self.count(EntryKind::Dir)
+    }
+
+    fn count(&self, k: EntryKind) -> u64 {
+        self.items.iter().filter(|i| i.kind == k).count() as u64
+    }
+
+    /// The files' bytes, as the walk saw them.
+    pub fn bytes(&self) -> u64 {
+        self.items.iter().map(|i| i.size).sum()
+    }
+
+    /// Entries the walk could not read (they are not sent).
+    pub fn skipped(&self) -> &[FileFailure] {
+        &self.skipped
+    }
+
+    /// The stream's length if no file changes before it is sent (the
+    /// progress bar's total).
+    pub(crate) fn stream_len(&self) -> u64 {
+        self.items.iter().map(|i| entry_len(&i.meta())).sum::<u64>() + END.len() as u64
+    }
+
+    /// The files dealt into `n` bundles of about equal bytes (each in name
+    /// order), for `n` transfers at once. The directories are in none of
+    /// them (a file's parent directories are made as needed): send
+    /// [`directories`](Bundle::directories) after the shards, so that each
+    /// directory's mode and time are set once its files are in place.
+    pub fn shards(&self, n: usize) -> Vec<Bundle> {
+        let n = n.max(1);
+        let mut out: Vec<Bundle> = (0..n)
+            .map(|i| Bundle {
+                name: format!("{} ({}/{n})", self.name, i + 1),
+                ..Bundle::default()
+            })
+            .collect();
+        let mut load = vec![0u64; n];
+        for it in self.items.iter().filter(|i| i.kind == EntryKind::File) {
+            // Greedy: the lightest shard takes the next file (a file costs
+            // its bytes plus a header's worth).
+            let k = (0..n).min_by_key(|&k| load[k]).unwrap_or(0);
+            load[k] += it.size + 512;
+            out[k].items.push(it.clone());
+        }
+        out.retain(|b| !b.items.is_empty());
+        if let Some(first) = out.first_mut() {
+            first.skipped = self.skipped.clone();
+            first.not_regular = self.not_regular;
+        }
+        out
+    }
+
+    /// The directories alone (see [`shards`](Bundle::shards)).
+    pub fn directories(&self) -> Bundle {
+        Bundle {
+            items: self
+                .items
+                .iter()
+                .filter(|i| i.kind == EntryKind::Dir)
+                .cloned()
+                .collect(),
+            name: format!("{} (directories)", self.name),
+            ..Bundle::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walk_keeps_order_skips_links_and_shards_by_bytes() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("tree");
+        std::fs::create_dir_all(root.join("b/empty")).unwrap();
+        std::fs::write(root.join("a"), vec![1; 5000]).unwrap();
+        std::fs::write(root.join("b/c"), vec![2; 10]).unwrap();
+        std::fs::write(root.join("b/d"), vec![3; 4000]).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", root.join("b/link")).unwrap();
+        let b = Bundle::walk(std::slice::from_ref(&root)).unwrap();
+        let names: Vec<_> = b
+            .items
+            .iter()
+            .map(|i| String::from_utf8_lossy(&i.name).into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "tree",
+                "tree/a",
+                "tree/b",
+                "tree/b/c",
+                "tree/b/d",
+                "tree/b/empty"
+            ]
+        );
+        assert_eq!(
+            (b.files(), b.dirs(), b.bytes(), b.not_regular),
+            (3, 3, 9010, 1)
+        );
+        assert_eq!(b.name(), "tree");
+        let s = b.shards(2);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.iter().map(Bundle::files).sum::<u64>(), 3);
+        assert!(s.iter().all(|x| x.dirs() == 0));
+        assert_eq!(b.directories().dirs(), 3);
+        assert!(Bundle::walk(&[t.path().join("missing")]).is_err());
+    }
+}
