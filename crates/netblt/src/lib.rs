@@ -54,6 +54,7 @@
 
 mod app;
 mod client;
+mod cpu_wait;
 mod diagnosis;
 mod driver;
 mod error;
