@@ -209,6 +209,6 @@ fn a_receiver_whose_socket_buffer_is_too_small_is_named_as_socket_drops() {
     v.expect("receiver-drops");
 }
 
-/// 4 kB: the kernel doubles it to 8 kB, room for two or three 1400-byte
-/// datagrams (each costs about 2.3 kB of buffer on loopback).
+/// 4 kB: the kernel doubles it to 8 kB, room for a few 1400-byte datagrams
+/// (each is charged its whole buffer, more than its payload).
 const SMALL: usize = 4_000;

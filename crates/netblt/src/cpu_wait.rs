@@ -20,7 +20,7 @@ pub(crate) fn thread_run_delay_s() -> Option<f64> {
     parse_run_delay(&text)
 }
 
-/// The `run_delay` field of a schedstat line ("runtime run_delay slices").
+/// The `run_delay` field of a schedstat line ("runtime run_delay pcount").
 fn parse_run_delay(text: &str) -> Option<f64> {
     let ns: u64 = text.split_ascii_whitespace().nth(1)?.parse().ok()?;
     Some(ns as f64 / 1e9)

@@ -18,7 +18,8 @@
 //! [`diagnose`] is a pure function of those figures, so each verdict is
 //! unit-tested with constructed counters (below) and end to end by runs in
 //! which that limit is really the cause (`tests/limits.rs`).
-//! Decision D1 in docs/decisions.md gives the rules and their thresholds.
+//! Decisions D1, Y1 and Y2 in docs/decisions.md give the rules and their
+//! thresholds.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -241,8 +242,8 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
     let mut d = Verdict::default();
     d.fig("achieved_bps", i.achieved_bps);
     d.fig("data_phase_ms", active * 1e3);
-    // The share of the run the loop waited for a core, counted only when it
-    // waited longer than it ran: a core was scarce, not merely in use.
+    // The share of the run the loop waited for a core (the scheduler's
+    // count, `crate::cpu_wait`).
     let waited = i
         .cpu_wait_s
         .filter(|_| i.wall_s > 0.0)
@@ -252,8 +253,8 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
     }
     let wait_s = i.cpu_wait_s.unwrap_or(0.0);
     let share_waited = waited.unwrap_or(0.0);
-    // Denied most of the run (tier 1), or starved for a core whenever it
-    // wanted one (tier 2).
+    // Denied a core most of the run, and longer than it ran (tier 1); or
+    // starved for one whenever it wanted one (tier 2). Decision Y1.
     let denied = share_waited >= DENIED && wait_s >= t.cpu_s;
     let starved = share_waited >= STARVED_SHARE && wait_s >= STARVED_RATIO * t.cpu_s;
     if !i.sender {
@@ -295,13 +296,19 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
     }
     // The loop was awake (working, or runnable and waiting for a core) or
     // woke late for the pacer more than it slept on schedule: the sender's
-    // CPU could not keep the pacing rate. Or it was kept waiting for a core
-    // a good part of the run: an adaptive controller then settles on what
-    // the starved loop delivers, and its pacer looks binding.
+    // CPU could not keep the pacing rate.
     let cpu = share(t.busy + t.lateness);
-    if (!pacer_binding && cpu >= BUSY) || (!reached && starved) {
+    if !pacer_binding && cpu >= BUSY {
         return Some(sender_cpu(i, mean_pacing, waited, d));
     }
+    // Starved for a core (tier 2) names the CPU instead of the path, when
+    // the path showed no sign of limiting: nothing resent, no congestion
+    // backoff. (An adaptive controller settles on what a starved loop
+    // delivers, and then looks like a path; across a real path a loop on a
+    // loaded machine can wait as long, and the path's loss says it is the
+    // path.)
+    let resent = ratio(i.retransmitted, i.packets_sent);
+    let clean_path = resent < LOSSY && i.congestion_events == 0;
     if i.fixed {
         d.fig("cap_bps", i.cap_bps);
         if pacer_binding {
@@ -314,10 +321,13 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
                 ),
             ));
         }
-        let loss = ratio(i.retransmitted, i.packets_sent);
+        let loss = resent;
         if loss >= LOSSY {
             d.fig("loss", loss);
             return Some(path(i, Some(loss), d));
+        }
+        if starved {
+            return Some(sender_cpu(i, mean_pacing, waited, d));
         }
         // The rate was not reached and almost nothing was lost: the path
         // did not hold it back; the largest of the sender's own holds did.
@@ -362,6 +372,9 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
     }
     if rx >= MOSTLY {
         return Some(window(i, rx, mean_pacing, d));
+    }
+    if starved && clean_path {
+        return Some(sender_cpu(i, mean_pacing, waited, d));
     }
     Some(path(i, None, d))
 }
@@ -984,6 +997,14 @@ mod tests {
             ..i.clone()
         };
         assert_eq!(limit(&loaded).limit, Limit::Path);
+        // Starved, but the path lost packets and made the controller back
+        // off: the path is named (a loaded machine across a real path).
+        let lossy = LimitInputs {
+            congestion_events: 3,
+            retransmitted: 150,
+            ..i.clone()
+        };
+        assert_eq!(limit(&lossy).limit, Limit::Path);
         // Held at its --rate, the CPU kept up with what was allowed.
         let capped = LimitInputs {
             times: LoopTimes {
