@@ -144,6 +144,9 @@ pub(crate) struct LimitInputs {
     /// over the whole run, when the kernel says; and that run's wall time.
     pub(crate) cpu_wait_s: Option<f64>,
     pub(crate) wall_s: f64,
+    /// Seconds a CPU quota (its cgroup's, or an ancestor's) held the whole
+    /// process back over the run, when the kernel says.
+    pub(crate) quota_throttled_s: Option<f64>,
     /// The window: buffers outstanding × bytes per buffer.
     pub(crate) buffers: u16,
     pub(crate) buffer_size: u32,
@@ -173,6 +176,9 @@ const DENIED: f64 = 0.5;
 const STARVED_RATIO: f64 = 3.0;
 /// ... and that starvation must cost a tenth of the run to be named.
 const STARVED_SHARE: f64 = 0.1;
+/// A CPU quota that held the process back this share of the run names the
+/// CPU before anything: it starves every thread (loop, reader, writer).
+const THROTTLED: f64 = 0.3;
 /// A fixed rate not reached with at least this share of its packets resent
 /// met a path slower than the rate (RFC 998 has no other way to slow down
 /// than losing what does not fit).
@@ -190,6 +196,7 @@ impl LimitInputs {
         socket_drops: Option<u64>,
         cpu_wait_s: Option<f64>,
         wall_s: f64,
+        quota_throttled_s: Option<f64>,
     ) -> LimitInputs {
         let st = conn.stats();
         let rate = conn.rate_state();
@@ -224,6 +231,7 @@ impl LimitInputs {
             socket_drops: socket_drops.unwrap_or(0),
             cpu_wait_s,
             wall_s,
+            quota_throttled_s,
             buffers: report.buffers,
             buffer_size: report.buffer_size,
         }
@@ -257,6 +265,14 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
     // starved for one whenever it wanted one (tier 2). Decision Y1.
     let denied = share_waited >= DENIED && wait_s >= t.cpu_s;
     let starved = share_waited >= STARVED_SHARE && wait_s >= STARVED_RATIO * t.cpu_s;
+    let throttled = i
+        .quota_throttled_s
+        .filter(|_| i.wall_s > 0.0)
+        .map(|q| (q / i.wall_s).min(1.0));
+    if let Some(q) = throttled {
+        d.fig("quota_throttled_share", q);
+    }
+    let denied = denied || throttled.is_some_and(|q| q >= THROTTLED);
     if !i.sender {
         return Some(receiver_side(i, share, (denied, starved), waited, d));
     }
@@ -435,6 +451,14 @@ fn sender_cpu(i: &LimitInputs, mean_pacing: f64, waited: Option<f64>, mut d: Ver
     if late >= 0.05 {
         msg += &format!(" and woke late for the pacer {} of it", pct(late));
     }
+    if let Some(q) = i.quota_throttled_s.map(|q| q / i.wall_s.max(1e-9)) {
+        if q >= 0.05 {
+            msg += &format!(
+                ", its CPU quota (cgroup) held it back {} of the run",
+                pct(q.min(1.0))
+            );
+        }
+    }
     match waited {
         Some(w) if w >= 0.05 => {
             msg += &format!(
@@ -469,6 +493,13 @@ fn receiver_side(
         // Datagrams that overflowed the socket meanwhile are a symptom.
         d.fig("socket_drops", i.socket_drops as f64);
         d.fig("loop_cpu_cores", t.cpu_s / i.wall_s.max(1e-9));
+        let quota = match i.quota_throttled_s.map(|q| q / i.wall_s.max(1e-9)) {
+            Some(q) if q >= 0.05 => format!(
+                "its CPU quota (cgroup) held it back {} of the run, ",
+                pct(q.min(1.0))
+            ),
+            _ => String::new(),
+        };
         let dropped = if i.socket_drops > 0 {
             format!(
                 "; its socket dropped {} datagrams meanwhile",
@@ -480,7 +511,7 @@ fn receiver_side(
         return d.say(
             Limit::ReceiverCpu,
             format!(
-                "limited by the receiver's CPU: its event loop waited for a core {} of the run (a CPU quota or other processes) and ran {:.2} of one{dropped}",
+                "limited by the receiver's CPU: {quota}its event loop waited for a core {} of the run (a CPU quota or other processes) and ran {:.2} of one{dropped}",
                 pct(w),
                 t.cpu_s / i.wall_s.max(1e-9)
             ),

@@ -37,6 +37,12 @@ impl ForeignSocket {
                 let fd =
                     unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), target, 0) };
                 if fd < 0 {
+                    let e = std::io::Error::last_os_error();
+                    // Not allowed (no CAP_SYS_PTRACE) or not there (before
+                    // Linux 5.6): no use waiting.
+                    if matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOSYS)) {
+                        return Err(format!("pidfd_getfd: {e}"));
+                    }
                     continue;
                 }
                 // SAFETY: pidfd_getfd returned a new descriptor we own.
