@@ -1003,6 +1003,41 @@ mod tests {
     }
 
     #[test]
+    fn a_process_held_back_by_its_cpu_quota_is_the_cpu_not_its_slow_reader() {
+        // The quota starved the reader thread; the loop itself waited for a
+        // core only 20 % of the run.
+        let i = LimitInputs {
+            fixed: true,
+            cap_bps: 200e6,
+            achieved_bps: 100e6,
+            wall_s: 1.0,
+            cpu_wait_s: Some(0.2),
+            quota_throttled_s: Some(0.5),
+            times: times(|t| {
+                t.starved = 0.45;
+                t.paced = 0.5;
+                t.busy = 0.05;
+                t.cpu_s = 0.01;
+                t.paced_bits = 200e6;
+            }),
+            ..sender()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::SenderCpu, "{d}");
+        assert!(
+            d.message
+                .contains("its CPU quota (cgroup) held it back 50 % of the run"),
+            "{d}"
+        );
+        // No quota: the reader, as measured.
+        let i = LimitInputs {
+            quota_throttled_s: Some(0.0),
+            ..i
+        };
+        assert_eq!(limit(&i).limit, Limit::SenderReader);
+    }
+
+    #[test]
     fn a_loop_starved_for_a_core_is_the_cpu_even_when_its_controller_settled() {
         // An adaptive controller settles on what a starved loop delivers:
         // its pacer looks binding. The loop waited 25x as long as it ran.
