@@ -13,6 +13,12 @@ use netblt::SendOptions;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    run(&args)
+}
+
+/// The example's work, from its arguments (the tests run it against a
+/// `netblt recv`).
+pub(crate) fn run(args: &[String]) -> ExitCode {
     let (Some(file), Some(addr)) = (args.first(), args.get(1)) else {
         eprintln!("usage: send_file FILE HOST:PORT [RATE]");
         return ExitCode::from(2);

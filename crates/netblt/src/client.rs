@@ -22,6 +22,7 @@ use crate::app::source::{Input, Pattern};
 use crate::app::transfer::{MakeTarget, Plan, Transfer};
 use crate::app::tree::{prefix_hash, UNIT};
 use crate::app::{hex, io_reason, AppError, Kind, DIGEST_LEN};
+use crate::cpu_wait::{cgroup_throttled_s, thread_run_delay_s, throttled_between};
 use crate::diagnosis::{diagnose, LimitInputs};
 use crate::driver::active::{run_active, ActiveOptions};
 use crate::driver::Waker;
@@ -487,7 +488,16 @@ fn run(
         }
     };
     let cpu0 = cpu_times();
+    // The loop runs on this thread: its wait for a CPU, for the diagnosis.
+    let delay0 = thread_run_delay_s();
+    let throttled0 = cgroup_throttled_s();
     let out = run_active(&aopts, &mut transfer, waker, stop, &mut progress)?;
+    let cpu_wait = delay0
+        .zip(thread_run_delay_s())
+        .map(|(a, b)| (b - a).max(0.0));
+    let throttled = throttled0
+        .zip(cgroup_throttled_s())
+        .map(|(a, b)| throttled_between(&a, &b));
     let cpu1 = cpu_times();
     let mut report = TransferReport::new(
         &transfer,
@@ -502,7 +512,15 @@ fn run(
         gso_fallbacks: out.io.gso_fallbacks,
     });
     if report.succeeded() {
-        let inputs = LimitInputs::gather(&report, &out.conn, out.times, out.socket_drops);
+        let inputs = LimitInputs::gather(
+            &report,
+            &out.conn,
+            out.times,
+            out.socket_drops,
+            cpu_wait,
+            out.wall.as_secs_f64(),
+            throttled,
+        );
         tracing::debug!(?inputs, "limit inputs");
         report.limit = diagnose(&inputs);
     }

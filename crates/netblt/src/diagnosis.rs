@@ -11,12 +11,15 @@
 //!   waiting for the pacer, for the receiver's OKs (the window), for a GO,
 //!   for the application's next buffer or for the local writer, how long it
 //!   was busy, and its thread's CPU time;
-//! * the socket's drop counter (`SO_MEMINFO`).
+//! * the socket's drop counter (`SO_MEMINFO`);
+//! * the scheduler's count of how long the loop's thread waited for a CPU
+//!   (`crate::cpu_wait`): a CPU quota or a busy machine.
 //!
 //! [`diagnose`] is a pure function of those figures, so each verdict is
 //! unit-tested with constructed counters (below) and end to end by runs in
 //! which that limit is really the cause (`tests/limits.rs`).
-//! Decision D1 in docs/decisions.md gives the rules and their thresholds.
+//! Decisions D1, Y1 and Y2 in docs/decisions.md give the rules and their
+//! thresholds.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -137,6 +140,13 @@ pub(crate) struct LimitInputs {
     pub(crate) peer_rate_bps: Option<f64>,
     /// Datagrams the kernel dropped at this end's socket.
     pub(crate) socket_drops: u64,
+    /// Seconds the loop's thread waited for a CPU (runnable, not running)
+    /// over the whole run, when the kernel says; and that run's wall time.
+    pub(crate) cpu_wait_s: Option<f64>,
+    pub(crate) wall_s: f64,
+    /// Seconds a CPU quota (its cgroup's, or an ancestor's) held the whole
+    /// process back over the run, when the kernel says.
+    pub(crate) quota_throttled_s: Option<f64>,
     /// The window: buffers outstanding × bytes per buffer.
     pub(crate) buffers: u16,
     pub(crate) buffer_size: u32,
@@ -152,6 +162,30 @@ const BUSY: f64 = 0.5;
 const SATURATED: f64 = 0.85;
 /// The controller's reason must hold this share of the time to be named.
 const MOSTLY: f64 = 0.5;
+/// A loop that waited for a core this share of its run, and longer than it
+/// ran, was denied the CPU (a quota, or other processes): its CPU is named
+/// before anything it seemed to wait for, since the reader and writer
+/// threads of the process share the same starvation and their waits are
+/// its consequences.
+const DENIED: f64 = 0.5;
+/// A loop that waited for a core at least this many times as long as it
+/// ran got less than a quarter of a core whenever it wanted one: a CPU
+/// quota, or a machine with several runnable threads per core. Measured on
+/// loopback: 9-60 under a 2 % quota; 1.4-3 on this project's 2-core
+/// machine running four builds; under 1.1 unloaded.
+const STARVED_RATIO: f64 = 3.0;
+/// ... and that starvation must cost a tenth of the run to be named.
+const STARVED_SHARE: f64 = 0.1;
+/// A CPU quota that held the process back this share of the run names the
+/// CPU before anything: it starves every thread (loop, reader, writer).
+const THROTTLED: f64 = 0.3;
+/// A fixed rate not reached with at least this share of its packets resent
+/// met a path slower than the rate (RFC 998 has no other way to slow down
+/// than losing what does not fit).
+const LOSSY: f64 = 0.01;
+/// With little loss, the largest of the sender's own holds is named when it
+/// holds it back at least this share of the data phase.
+const NAMED: f64 = 0.1;
 
 impl LimitInputs {
     /// Gathers the inputs of an active end's finished transfer.
@@ -160,6 +194,9 @@ impl LimitInputs {
         conn: &netblt_proto::Connection,
         times: LoopTimes,
         socket_drops: Option<u64>,
+        cpu_wait_s: Option<f64>,
+        wall_s: f64,
+        quota_throttled_s: Option<f64>,
     ) -> LimitInputs {
         let st = conn.stats();
         let rate = conn.rate_state();
@@ -192,6 +229,9 @@ impl LimitInputs {
             packets_received: st.data_packets_received,
             packets_lost: st.data_packets_lost,
             socket_drops: socket_drops.unwrap_or(0),
+            cpu_wait_s,
+            wall_s,
+            quota_throttled_s,
             buffers: report.buffers,
             buffer_size: report.buffer_size,
         }
@@ -210,8 +250,52 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
     let mut d = Verdict::default();
     d.fig("achieved_bps", i.achieved_bps);
     d.fig("data_phase_ms", active * 1e3);
+    // The share of the run the loop waited for a core (the scheduler's
+    // count, `crate::cpu_wait`).
+    let waited = i
+        .cpu_wait_s
+        .filter(|_| i.wall_s > 0.0)
+        .map(|w| (w / i.wall_s).min(1.0));
+    if let Some(w) = waited {
+        d.fig("cpu_wait_share", w);
+    }
+    let wait_s = i.cpu_wait_s.unwrap_or(0.0);
+    let share_waited = waited.unwrap_or(0.0);
+    // Denied a core most of the run, and longer than it ran (tier 1); or
+    // starved for one whenever it wanted one (tier 2). Decision Y1.
+    let denied = share_waited >= DENIED && wait_s >= t.cpu_s;
+    let starved = share_waited >= STARVED_SHARE && wait_s >= STARVED_RATIO * t.cpu_s;
+    let throttled = i
+        .quota_throttled_s
+        .filter(|_| i.wall_s > 0.0)
+        .map(|q| (q / i.wall_s).min(1.0));
+    if let Some(q) = throttled {
+        d.fig("quota_throttled_share", q);
+    }
+    let denied = denied || throttled.is_some_and(|q| q >= THROTTLED);
     if !i.sender {
-        return Some(receiver_side(i, share, d));
+        return Some(receiver_side(i, share, (denied, starved), waited, d));
+    }
+    let mean_pacing = t.paced_bits / active;
+    // The pacer allowed more than went out.
+    let pacer_binding = i.achieved_bps >= 0.9 * mean_pacing;
+    let reasons: f64 = t.reasons.iter().map(|(_, s)| s).sum();
+    let reason = |name: &str| {
+        t.reasons
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0.0, |(_, s)| s / reasons.max(1e-12))
+    };
+    let (startup, cap, rx) = (reason("startup"), reason("cap"), reason("receiver-limited"));
+    // The rate the user allowed was reached: a CPU that kept up with it
+    // did not limit.
+    let reached = if i.fixed {
+        pacer_binding
+    } else {
+        cap >= MOSTLY
+    };
+    if !reached && denied {
+        return Some(sender_cpu(i, mean_pacing, waited, d));
     }
     // What the sender waited for, when it was not busy and not pacing.
     let waits = [
@@ -223,56 +307,26 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
         waits
             .into_iter()
             .fold((Limit::Path, 0.0), |a, b| if b.1 > a.1 { b } else { a });
-    let busy = share(t.busy);
-    let mean_pacing = if active > 0.0 {
-        t.paced_bits / active
-    } else {
-        0.0
-    };
     if share(longest) >= DOMINANT {
-        let s = share(longest);
-        d.fig("waiting_share", s);
-        return Some(match which {
-            Limit::SenderReader => d.say(
-                Limit::SenderReader,
-                format!(
-                    "limited by the sender's disk/reader: the engine waited for the application's data {} of the time",
-                    pct(s)
-                ),
-            ),
-            Limit::ReceiverDisk => d.say(
-                Limit::ReceiverDisk,
-                format!(
-                    "limited by the receiver's disk/application: it granted no buffer (GO) {} of the time while data was ready",
-                    pct(s)
-                ),
-            ),
-            _ => window(i, s, mean_pacing, d),
-        });
+        return Some(hold(i, which, share(longest), mean_pacing, waited, d));
     }
-    // The pacer allowed more than went out, and the loop was awake (working,
-    // or runnable and waiting for a core) more than it slept: the sender's
+    // The loop was awake (working, or runnable and waiting for a core) or
+    // woke late for the pacer more than it slept on schedule: the sender's
     // CPU could not keep the pacing rate.
-    let pacer_binding = i.achieved_bps >= 0.9 * mean_pacing;
-    if !pacer_binding && busy >= BUSY {
-        d.fig("busy_share", busy);
-        d.fig("loop_cpu_cores", t.cpu_s / active.max(1e-9));
-        d.fig("pacing_bps", mean_pacing);
-        d.fig("lateness_ms", t.lateness * 1e3);
-        return Some(d.say(
-            Limit::SenderCpu,
-            format!(
-                "limited by the sender's CPU: its event loop was awake {} of the time ({:.2} of a core running, the rest waiting for one) and sent {} of the {} paced",
-                pct(busy),
-                t.cpu_s / active.max(1e-9),
-                rate(i.achieved_bps),
-                rate(mean_pacing)
-            ),
-        ));
+    let cpu = share(t.busy + t.lateness);
+    if !pacer_binding && cpu >= BUSY {
+        return Some(sender_cpu(i, mean_pacing, waited, d));
     }
+    // Starved for a core (tier 2) names the CPU instead of the path, when
+    // the path showed no sign of limiting: nothing resent, no congestion
+    // backoff. (An adaptive controller settles on what a starved loop
+    // delivers, and then looks like a path; across a real path a loop on a
+    // loaded machine can wait as long, and the path's loss says it is the
+    // path.)
+    let resent = ratio(i.retransmitted, i.packets_sent);
+    let clean_path = resent < LOSSY && i.congestion_events == 0;
     if i.fixed {
         d.fig("cap_bps", i.cap_bps);
-        let loss = ratio(i.retransmitted, i.packets_sent);
         if pacer_binding {
             return Some(d.say(
                 Limit::RateCap,
@@ -283,17 +337,32 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
                 ),
             ));
         }
+        let loss = resent;
+        if loss >= LOSSY {
+            d.fig("loss", loss);
+            return Some(path(i, Some(loss), d));
+        }
+        if starved {
+            return Some(sender_cpu(i, mean_pacing, waited, d));
+        }
+        // The rate was not reached and almost nothing was lost: the path
+        // did not hold it back; the largest of the sender's own holds did.
+        let holds = [
+            (Limit::SenderCpu, cpu),
+            (Limit::SenderReader, share(t.starved)),
+            (Limit::ReceiverDisk, share(t.no_go)),
+            (Limit::ReceiverWindow, share(t.window)),
+        ];
+        let (which, most) =
+            holds
+                .into_iter()
+                .fold((Limit::Path, 0.0), |a, b| if b.1 > a.1 { b } else { a });
         d.fig("loss", loss);
+        if most >= NAMED {
+            return Some(hold(i, which, most, mean_pacing, waited, d));
+        }
         return Some(path(i, Some(loss), d));
     }
-    let reasons: f64 = t.reasons.iter().map(|(_, s)| s).sum();
-    let reason = |name: &str| {
-        t.reasons
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(0.0, |(_, s)| s / reasons.max(1e-12))
-    };
-    let (startup, cap, rx) = (reason("startup"), reason("cap"), reason("receiver-limited"));
     if startup >= MOSTLY {
         d.fig("startup_share", startup);
         return Some(d.say(
@@ -320,14 +389,134 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
     if rx >= MOSTLY {
         return Some(window(i, rx, mean_pacing, d));
     }
+    if starved && clean_path {
+        return Some(sender_cpu(i, mean_pacing, waited, d));
+    }
     Some(path(i, None, d))
+}
+
+/// Names one of the sender's holds, with the share of the data phase it
+/// held the sender back.
+fn hold(
+    i: &LimitInputs,
+    which: Limit,
+    s: f64,
+    mean_pacing: f64,
+    waited: Option<f64>,
+    mut d: Verdict,
+) -> Diagnosis {
+    match which {
+        Limit::SenderCpu => sender_cpu(i, mean_pacing, waited, d),
+        Limit::SenderReader => {
+            d.fig("waiting_share", s);
+            d.say(
+                Limit::SenderReader,
+                format!(
+                    "limited by the sender's disk/reader: the engine waited for the application's data {} of the time",
+                    pct(s)
+                ),
+            )
+        }
+        Limit::ReceiverDisk => {
+            d.fig("waiting_share", s);
+            d.say(
+                Limit::ReceiverDisk,
+                format!(
+                    "limited by the receiver's disk/application: it granted no buffer (GO) {} of the time while data was ready",
+                    pct(s)
+                ),
+            )
+        }
+        _ => {
+            d.fig("waiting_share", s);
+            window(i, s, mean_pacing, d)
+        }
+    }
+}
+
+/// The sender's CPU: its loop was awake, late, or waited a core, and sent
+/// less than its pacer allowed.
+fn sender_cpu(i: &LimitInputs, mean_pacing: f64, waited: Option<f64>, mut d: Verdict) -> Diagnosis {
+    let t = &i.times;
+    let active = t.active().max(1e-9);
+    let (busy, late) = (t.busy / active, t.lateness / active);
+    d.fig("busy_share", busy);
+    d.fig("loop_cpu_cores", t.cpu_s / active);
+    d.fig("pacing_bps", mean_pacing);
+    d.fig("lateness_ms", t.lateness * 1e3);
+    let mut msg = format!(
+        "limited by the sender's CPU: its event loop was awake {} of the time",
+        pct(busy)
+    );
+    if late >= 0.05 {
+        msg += &format!(" and woke late for the pacer {} of it", pct(late));
+    }
+    if let Some(q) = i.quota_throttled_s.map(|q| q / i.wall_s.max(1e-9)) {
+        if q >= 0.05 {
+            msg += &format!(
+                ", its CPU quota (cgroup) held it back {} of the run",
+                pct(q.min(1.0))
+            );
+        }
+    }
+    match waited {
+        Some(w) if w >= 0.05 => {
+            msg += &format!(
+                ", waited for a core {} of the run (a CPU quota or other processes) and ran {:.2} of one",
+                pct(w),
+                t.cpu_s / i.wall_s.max(1e-9)
+            );
+        }
+        _ => msg += &format!(" ({:.2} of a core running)", t.cpu_s / active),
+    }
+    msg += &format!(
+        "; it sent {} of the {} paced",
+        rate(i.achieved_bps),
+        rate(mean_pacing)
+    );
+    d.say(Limit::SenderCpu, msg)
 }
 
 /// The data receiver's view: its writer, its socket, its CPU, else the
 /// sender's pace over the path.
-fn receiver_side(i: &LimitInputs, share: impl Fn(f64) -> f64, mut d: Verdict) -> Diagnosis {
+fn receiver_side(
+    i: &LimitInputs,
+    share: impl Fn(f64) -> f64,
+    (denied, starved): (bool, bool),
+    waited: Option<f64>,
+    mut d: Verdict,
+) -> Diagnosis {
     let t = &i.times;
     let behind = share(t.writer_behind);
+    if denied || (behind < DOMINANT && starved) {
+        let w = waited.unwrap_or(0.0);
+        // Datagrams that overflowed the socket meanwhile are a symptom.
+        d.fig("socket_drops", i.socket_drops as f64);
+        d.fig("loop_cpu_cores", t.cpu_s / i.wall_s.max(1e-9));
+        let quota = match i.quota_throttled_s.map(|q| q / i.wall_s.max(1e-9)) {
+            Some(q) if q >= 0.05 => format!(
+                "its CPU quota (cgroup) held it back {} of the run, ",
+                pct(q.min(1.0))
+            ),
+            _ => String::new(),
+        };
+        let dropped = if i.socket_drops > 0 {
+            format!(
+                "; its socket dropped {} datagrams meanwhile",
+                i.socket_drops
+            )
+        } else {
+            String::new()
+        };
+        return d.say(
+            Limit::ReceiverCpu,
+            format!(
+                "limited by the receiver's CPU: {quota}its event loop waited for a core {} of the run (a CPU quota or other processes) and ran {:.2} of one{dropped}",
+                pct(w),
+                t.cpu_s / i.wall_s.max(1e-9)
+            ),
+        );
+    }
     if behind >= DOMINANT {
         d.fig("waiting_share", behind);
         return d.say(
@@ -777,6 +966,165 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_loop_denied_a_core_most_of_the_run_is_the_cpu_not_what_it_waited_for() {
+        // A process under a CPU quota: its reader thread starves too, so
+        // the loop also waits for data; but it waited for a core 60 % of
+        // the run, far longer than it ran.
+        let i = LimitInputs {
+            wall_s: 2.0,
+            cpu_wait_s: Some(1.2),
+            times: times(|t| {
+                t.starved = 0.8;
+                t.paced = 1.0;
+                t.busy = 0.2;
+                t.cpu_s = 0.02;
+                t.paced_bits = 200e6 * 2.0;
+                t.reasons = vec![("steady", 2.0)];
+            }),
+            ..sender()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::SenderCpu, "{d}");
+        assert!(
+            d.message.contains("waited for a core 60 % of the run"),
+            "{d}"
+        );
+        // Running longer than it waited (the whole run counts), it was not
+        // denied a core: the reader.
+        let i = LimitInputs {
+            times: LoopTimes {
+                cpu_s: 1.5,
+                ..i.times.clone()
+            },
+            ..i
+        };
+        assert_eq!(limit(&i).limit, Limit::SenderReader);
+    }
+
+    #[test]
+    fn a_process_held_back_by_its_cpu_quota_is_the_cpu_not_its_slow_reader() {
+        // The quota starved the reader thread; the loop itself waited for a
+        // core only 20 % of the run.
+        let i = LimitInputs {
+            fixed: true,
+            cap_bps: 200e6,
+            achieved_bps: 100e6,
+            wall_s: 1.0,
+            cpu_wait_s: Some(0.2),
+            quota_throttled_s: Some(0.5),
+            times: times(|t| {
+                t.starved = 0.45;
+                t.paced = 0.5;
+                t.busy = 0.05;
+                t.cpu_s = 0.01;
+                t.paced_bits = 200e6;
+            }),
+            ..sender()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::SenderCpu, "{d}");
+        assert!(
+            d.message
+                .contains("its CPU quota (cgroup) held it back 50 % of the run"),
+            "{d}"
+        );
+        // No quota: the reader, as measured.
+        let i = LimitInputs {
+            quota_throttled_s: Some(0.0),
+            ..i
+        };
+        assert_eq!(limit(&i).limit, Limit::SenderReader);
+    }
+
+    #[test]
+    fn a_loop_starved_for_a_core_is_the_cpu_even_when_its_controller_settled() {
+        // An adaptive controller settles on what a starved loop delivers:
+        // its pacer looks binding. The loop waited 25x as long as it ran.
+        let i = LimitInputs {
+            achieved_bps: 30e6,
+            bottleneck_bps: Some(31e6),
+            wall_s: 1.0,
+            cpu_wait_s: Some(0.25),
+            times: times(|t| {
+                t.paced = 0.9;
+                t.busy = 0.1;
+                t.cpu_s = 0.01;
+                t.paced_bits = 31e6;
+                t.reasons = vec![("steady", 1.0)];
+            }),
+            ..sender()
+        };
+        assert_eq!(limit(&i).limit, Limit::SenderCpu);
+        // A loaded machine, a loop that waited twice as long as it ran: not
+        // starved, the path as measured.
+        let loaded = LimitInputs {
+            cpu_wait_s: Some(0.02),
+            ..i.clone()
+        };
+        assert_eq!(limit(&loaded).limit, Limit::Path);
+        // Starved, but the path lost packets and made the controller back
+        // off: the path is named (a loaded machine across a real path).
+        let lossy = LimitInputs {
+            congestion_events: 3,
+            retransmitted: 150,
+            ..i.clone()
+        };
+        assert_eq!(limit(&lossy).limit, Limit::Path);
+        // Held at its --rate, the CPU kept up with what was allowed.
+        let capped = LimitInputs {
+            times: LoopTimes {
+                reasons: vec![("cap", 1.0)],
+                ..i.times.clone()
+            },
+            ..i
+        };
+        assert_eq!(limit(&capped).limit, Limit::RateCap);
+    }
+
+    #[test]
+    fn a_fixed_rate_far_short_with_little_loss_names_the_senders_largest_hold() {
+        // Issue 10: this was "path". 40 of 100 Mb/s, 0.1 % resent, nothing
+        // dominant: the window held it back most (25 %).
+        let i = LimitInputs {
+            fixed: true,
+            cap_bps: 100e6,
+            achieved_bps: 40e6,
+            retransmitted: 10,
+            times: times(|t| {
+                t.paced = 1.2;
+                t.window = 0.5;
+                t.busy = 0.3;
+                t.paced_bits = 100e6 * 2.0;
+            }),
+            ..sender()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::ReceiverWindow, "{d}");
+        assert!(d.message.contains("waited for its OKs 25 %"), "{d}");
+        // Late for the pacer most of all: the CPU.
+        let late = LimitInputs {
+            times: LoopTimes {
+                lateness: 0.6,
+                ..i.times.clone()
+            },
+            ..i.clone()
+        };
+        assert_eq!(limit(&late).limit, Limit::SenderCpu);
+        // Nothing held it back measurably: the path, with its loss.
+        let none = LimitInputs {
+            times: times(|t| {
+                t.paced = 1.9;
+                t.busy = 0.1;
+                t.paced_bits = 100e6 * 2.0;
+            }),
+            ..i
+        };
+        let d = limit(&none);
+        assert_eq!(d.limit, Limit::Path, "{d}");
+        assert!(d.message.contains("0.1 % of the packets resent"), "{d}");
+    }
+
     fn receiver() -> LimitInputs {
         LimitInputs {
             sender: false,
@@ -829,6 +1177,35 @@ mod tests {
             ..receiver()
         };
         assert_eq!(limit(&i).limit, Limit::ReceiverCpu);
+    }
+
+    #[test]
+    fn a_receiver_starved_for_a_core_names_its_cpu_and_its_drops_as_a_symptom() {
+        let i = LimitInputs {
+            socket_drops: 500,
+            wall_s: 1.0,
+            cpu_wait_s: Some(0.3),
+            times: times(|t| {
+                t.receiving = 1.9;
+                t.busy = 0.1;
+                t.cpu_s = 0.01;
+            }),
+            ..receiver()
+        };
+        let d = limit(&i);
+        assert_eq!(d.limit, Limit::ReceiverCpu, "{d}");
+        assert!(
+            d.message.contains("waited for a core 30 % of the run")
+                && d.message
+                    .ends_with("its socket dropped 500 datagrams meanwhile"),
+            "{d}"
+        );
+        // A loop that got the core when it wanted one: the buffer.
+        let i = LimitInputs {
+            cpu_wait_s: Some(0.005),
+            ..i
+        };
+        assert_eq!(limit(&i).limit, Limit::ReceiverDrops);
     }
 
     #[test]

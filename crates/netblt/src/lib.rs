@@ -60,11 +60,18 @@
 //! through a small trait. To drive the engine yourself (other sockets, a
 //! simulator, an async runtime), use [`proto`] directly: see the
 //! `in_memory_pair` example.
+//!
+//! # Async
+//!
+//! With the feature `tokio`, the module `tokio` runs these calls on
+//! Tokio's blocking pool: futures of the reports, progress and reports on
+//! Tokio channels, cancellation on drop (see the `tokio_send` example).
 
 #![deny(missing_docs)]
 
 mod app;
 mod client;
+mod cpu_wait;
 mod diagnosis;
 mod driver;
 mod error;
@@ -73,6 +80,8 @@ mod options;
 mod receiver;
 mod report;
 mod security;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 
 pub use app::bundle::{Bundle, FileFailure, FilesReport};
 pub use app::params::{DEFAULT_RATE, MAX_UDP_PACKET_SIZE};
