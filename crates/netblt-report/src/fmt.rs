@@ -90,3 +90,18 @@ mod tests {
         assert_eq!(t, "| a | b |\n|---|---|\n| 1 | x\\|y |\n");
     }
 }
+
+/// The median of the finite values (NaN when there are none).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}

@@ -14,7 +14,7 @@
 
 use serde::Serialize;
 
-use crate::fmt::{error_pct, mean, num, table};
+use crate::fmt::{error_pct, mean, median, num, table};
 use crate::rfc1030::{self, path_of, run_appendix_on, run_row_on, PaperRow, RowResult};
 
 /// Loads (fraction of 10 Mb/s) the other hosts offer in the sweep.
@@ -43,20 +43,6 @@ pub struct LoadRow {
     /// Mean losses per run at 5/45 with two buffers: §6 saw none above 40
     /// ms per burst on the two-host LAN.
     pub loss_bi45_nbufs2: f64,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 fn summarise_load(load: f64, rows: &[RowResult]) -> LoadRow {

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::fmt::median;
 use crate::{rfc1030, rfc1030_sensitivity, rfc1106, Report};
 
 /// One named trend of a paper and whether ours shows it.
@@ -32,19 +33,6 @@ pub struct TableSummary {
     pub worst_abs_error_pct: f64,
     /// The paper's trends and whether ours shows them.
     pub trends: Vec<Trend>,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 fn err(paper: f64, ours: f64) -> f64 {
