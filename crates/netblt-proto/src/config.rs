@@ -209,6 +209,35 @@ pub enum PacingClock {
     FromActualStart,
 }
 
+/// How the data receiver sets its data timers (RFC 998 §5.2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DataTimerPolicy {
+    /// The engine's own timers: RFC 998's loose and tight timers, with the
+    /// time per packet taken from the observed inter-packet arrival (RFC 1030
+    /// §7: "an adaptive data timer value calculation algorithm"), the tight
+    /// timer refreshed on every arrival, a variance term of two burst
+    /// intervals and four mean deviations, and backoff. The default.
+    #[default]
+    Adaptive,
+    /// RFC 998 §5.2.2 taken literally, as for the 1987 implementation's
+    /// measurements: a timer's value is "the amount of time taken to transfer
+    /// a buffer (as determined by the number of DATA packet bursts in the
+    /// buffer times the burst rate) plus a variance factor"; the loose timer
+    /// is set when the buffer's GO or RESEND is acknowledged and covers the
+    /// packets of lower-numbered buffers still expected; the tight timer is
+    /// set once, when the buffer's first DATA packet arrives (and then for
+    /// lower-numbered buffers still in ACKED), not on later arrivals; on
+    /// expiry the receiver "sends a RESEND message requesting all missing
+    /// DATA packets in the buffer". No backoff, no round-trip term ("Data
+    /// timer values are not based on network round-trip transit time").
+    Rfc998 {
+        /// The "variance factor". RFC 998 gives no value (note <1>: "the
+        /// variance value need not be very big. This expectation will be
+        /// explored in further testing").
+        variance: Duration,
+    },
+}
+
 /// Engine configuration. Defaults are documented per field.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -258,6 +287,9 @@ pub struct Config {
     /// policies need `rate_feedback` negotiated by both ends; without it the
     /// sender keeps the fixed rate.
     pub rate: crate::rate::RateConfig,
+    /// Receiver: how data timers are set. Default
+    /// [`DataTimerPolicy::Adaptive`].
+    pub data_timer: DataTimerPolicy,
 }
 
 impl Default for Config {
@@ -278,6 +310,7 @@ impl Default for Config {
             max_datagram: 1472,
             rate_feedback: false,
             rate: crate::rate::RateConfig::default(),
+            data_timer: DataTimerPolicy::Adaptive,
         }
     }
 }

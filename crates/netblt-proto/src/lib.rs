@@ -36,7 +36,7 @@ mod seq;
 mod stats;
 pub mod time;
 
-pub use config::{Config, PacingClock, ParamError, TransferParams};
+pub use config::{Config, DataTimerPolicy, PacingClock, ParamError, TransferParams};
 pub use connection::{Connection, Gathered, Payload, PushError, Role, Side, State};
 pub use endpoint::{ConnectionHandle, DatagramEvent, Endpoint, Incoming};
 pub use event::{ConnectionError, Event};

@@ -15,6 +15,7 @@ pub mod fmt;
 pub mod rfc1030;
 pub mod rfc1030_s8;
 pub mod rfc1030_sensitivity;
+pub mod rfc1030_timers;
 pub mod rfc1106;
 pub mod rfc415;
 pub mod summary;
@@ -61,6 +62,8 @@ pub struct Report {
     pub rfc1030_segment_sweep: Vec<rfc1030_sensitivity::LoadRow>,
     /// Appendix IV's BI-90 rows with ten times the transfer size.
     pub rfc1030_wideband_long: Vec<rfc1030_sensitivity::LongRow>,
+    /// Appendices II-IV under each receiver data-timer policy.
+    pub rfc1030_data_timers: Vec<rfc1030_timers::PolicyRow>,
     /// RFC 1030 §8's proposed experiment: parallel NETBLT processes.
     pub rfc1030_s8: Vec<rfc1030_s8::ParallelRow>,
     /// XUNET Table I: the RTT test, paper and ours.
@@ -94,6 +97,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         .map(|a| rfc1030::distinct_inputs(a) as u64)
         .sum::<u64>()
         + rfc1030_sensitivity::LOADS.len() as u64
+        + rfc1030_timers::steps() as u64
         + 7
         + 14
         + 7;
@@ -129,6 +133,14 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
     let long = rfc1030_sensitivity::wideband_long(short, &seeds, &mut || {
         done += 1;
         progress("RFC 1030 appendix IV, longer transfers", done, total);
+    })?;
+    let timers = rfc1030_timers::run(&seeds, &mut || {
+        done += 1;
+        progress(
+            "RFC 1030 appendices II-IV, data timer policies",
+            done,
+            total,
+        );
     })?;
     progress("RFC 1030 §8 (parallel NETBLT processes)", done, total);
     let s8 = rfc1030_s8::run(if opts.quick { 60.0 } else { 180.0 }, 1)?;
@@ -166,6 +178,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         rfc1030: rfc1030_out,
         rfc1030_segment_sweep: sweep,
         rfc1030_wideband_long: long,
+        rfc1030_data_timers: timers,
         rfc1030_s8: s8,
         xunet_table_i: t1,
         xunet_figure_3: f3,
@@ -339,6 +352,9 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
             s.push_str(&rfc1030_sensitivity::md_long(&r.rfc1030_wideband_long));
         }
     }
+    s.push_str(include_str!("notes_rfc1030_timers.md"));
+    s.push('\n');
+    s.push_str(&rfc1030_timers::markdown(&r.rfc1030_data_timers));
     s.push_str(include_str!("notes_rfc1030_s8.md"));
     s.push('\n');
     s.push_str(&rfc1030_s8::markdown(&r.rfc1030_s8));

@@ -3,7 +3,7 @@
 //! `run_transfer` on the matching profile.
 
 use netblt_link::profiles;
-use netblt_proto::{PacingClock, TransferParams};
+use netblt_proto::{DataTimerPolicy, PacingClock, TransferParams};
 use netblt_sim::transfer::{run_transfer, TransferSpec};
 use netblt_sim::PathConfig;
 use serde::Serialize;
@@ -267,9 +267,30 @@ pub fn path_of(profile: &str) -> anyhow::Result<PathConfig> {
     Ok(PathConfig::from_profile(&p))
 }
 
+/// The receiver's data timers in every appendix (II-IV): RFC 998 §5.2.2's
+/// rule, the number of bursts still to come "times the burst rate" plus a
+/// variance factor, set when a buffer's GO or RESEND is acknowledged and at
+/// its first DATA packet (decision Q5). One MIT implementation ran all three
+/// appendices, so one rule is used for all of them, never one per row. RFC
+/// 998 gives the variance factor no value ("need not be very big"); zero is
+/// that rule with nothing added.
+pub const DATA_TIMER: DataTimerPolicy = DataTimerPolicy::Rfc998 {
+    variance: netblt_proto::Duration::ZERO,
+};
+
 /// Runs one appendix row's inputs on `path` for each seed (for the
 /// sensitivity runs, which change one thing of a profile's path).
 pub fn run_row_on(path: &PathConfig, row: &PaperRow, seeds: &[u64]) -> anyhow::Result<Ours> {
+    run_row_with(path, row, seeds, DATA_TIMER)
+}
+
+/// [`run_row_on`] with the receiver's data timers set by `data_timer`.
+pub fn run_row_with(
+    path: &PathConfig,
+    row: &PaperRow,
+    seeds: &[u64],
+    data_timer: DataTimerPolicy,
+) -> anyhow::Result<Ours> {
     let params = TransferParams {
         packet_size: row.psz,
         buffer_size: row.bfsz,
@@ -285,6 +306,7 @@ pub fn run_row_on(path: &PathConfig, row: &PaperRow, seeds: &[u64]) -> anyhow::R
         let mut spec = TransferSpec::new(path.clone(), params, row.xfsz_kb * 1000);
         spec.seed = seed;
         spec.pacing_clock = PacingClock::FromActualStart;
+        spec.data_timer = data_timer;
         let rep = run_transfer(&spec)?;
         match (rep.verified, rep.steady_throughput_bps) {
             (true, Some(bps)) => speed.push(bps / 1e6),

@@ -53,6 +53,9 @@ pub struct TransferSpec {
     /// Rate control of the data sender (with the FEEDBACK extension);
     /// `None`: RFC 998's fixed rate, as the reproductions need.
     pub rate: Option<netblt_proto::RateConfig>,
+    /// How the receiver sets its data timers; the engine's default
+    /// (adaptive) unless a reproduction asks for RFC 998's rule.
+    pub data_timer: netblt_proto::DataTimerPolicy,
 }
 
 impl TransferSpec {
@@ -69,6 +72,7 @@ impl TransferSpec {
             death_timeout: netblt_proto::Duration::from_secs(30),
             time_limit: netblt_proto::Duration::from_secs(24 * 3600),
             rate: None,
+            data_timer: netblt_proto::DataTimerPolicy::Adaptive,
         }
     }
 
@@ -83,6 +87,7 @@ impl TransferSpec {
             .max(netblt_wire::FEEDBACK_LEN),
             rate_feedback: self.rate.is_some(),
             rate: self.rate.unwrap_or_default(),
+            data_timer: self.data_timer,
             ..Config::default()
         }
     }

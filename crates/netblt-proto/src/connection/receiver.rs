@@ -12,7 +12,7 @@ use netblt_wire::{ControlMessage, DataRepr, HEADER_LEN};
 use super::feedback::FeedbackOut;
 use super::fifo::ControlFifo;
 use crate::bitset::BitSet;
-use crate::config::{Config, TransferParams};
+use crate::config::{Config, DataTimerPolicy, TransferParams};
 use crate::stats::Stats;
 use crate::time::{Duration, Instant};
 
@@ -125,6 +125,8 @@ pub(crate) struct Receiver {
     /// Smoothed control round trip, kept current by the connection.
     pub(crate) srtt: Duration,
     max_data_timer: Duration,
+    /// How data timers are set ([`Config::data_timer`]).
+    policy: DataTimerPolicy,
     /// FEEDBACK reports, when the extension was negotiated.
     pub(crate) feedback: FeedbackOut,
 }
@@ -159,6 +161,7 @@ impl Receiver {
                 .unwrap_or(u16::MAX),
             srtt: Duration::ZERO,
             max_data_timer: (config.death_timeout / 4).max(config.min_data_timer_margin),
+            policy: config.data_timer,
             feedback: FeedbackOut::default(),
         }
     }
@@ -278,6 +281,18 @@ impl Receiver {
         now + t.min(self.max_data_timer)
     }
 
+    /// [`DataTimerPolicy::Rfc998`]'s timer: RFC 998 §5.2.2, "the amount of
+    /// time taken to transfer a buffer (as determined by the number of DATA
+    /// packet bursts in the buffer times the burst rate) plus a variance
+    /// factor". `packets` are those still to arrive, in whole bursts of the
+    /// negotiated size, each taking the negotiated burst interval. Capped
+    /// like the adaptive timer (a quarter of the death timer).
+    fn rfc998_timer(&self, now: Instant, packets: u32, variance: Duration) -> Instant {
+        let bursts = packets.div_ceil(u32::from(self.params.burst_size.max(1)));
+        let t = Duration::from_millis(u64::from(self.params.burst_interval_ms)) * bursts + variance;
+        now + t.min(self.max_data_timer)
+    }
+
     /// A control message was acknowledged by the sender.
     pub(crate) fn on_acked(&mut self, now: Instant, msg: &ControlMessage, srtt: Duration) {
         let buffer = match *msg {
@@ -303,6 +318,21 @@ impl Receiver {
             .filter(|b| b.state != RecvState::Received)
             .map(|b| b.remaining(self.full))
             .sum();
+        if let DataTimerPolicy::Rfc998 { variance } = self.policy {
+            // RFC 998 §5.2.2: "As soon as the control message has been
+            // acknowledged, buffer A moves from the ACK-WAIT state into the
+            // ACKED state (it is now waiting for DATA packets to arrive). At
+            // this point, A's data timer is set", a loose value that "must
+            // take into account the arrival of all of A - 1's DATA packets as
+            // well as arrival of its own". After a RESEND the buffer goes
+            // the same way ("The state progression would then move as in the
+            // above example"), so its next arrival sets the tight timer.
+            let t = self.rfc998_timer(now, ahead, variance);
+            let b = &mut self.bufs[i];
+            b.state = RecvState::Acked;
+            b.timer = Some(t);
+            return;
+        }
         let t = self.data_timer(now, ahead, srtt, backoff);
         let b = &mut self.bufs[i];
         b.state = if b.got.count() > 0 {
@@ -402,9 +432,15 @@ impl Receiver {
             self.note_last(d.buffer);
         }
         let b = &mut self.bufs[i];
-        if b.state == RecvState::Acked {
+        let first = b.state == RecvState::Acked;
+        if first {
             b.state = RecvState::Receiving;
         }
+        if let DataTimerPolicy::Rfc998 { variance } = self.policy {
+            self.rfc998_on_data(now, i, first, variance);
+            return DataOutcome::Accepted;
+        }
+        let b = &mut self.bufs[i];
         if b.is_complete() {
             b.state = RecvState::Received;
             b.timer = None;
@@ -431,6 +467,46 @@ impl Receiver {
             }
         }
         DataOutcome::Accepted
+    }
+
+    /// [`DataTimerPolicy::Rfc998`] after a packet of buffer `i` arrived
+    /// (`first`: it moved the buffer from ACKED to RECEIVING).
+    fn rfc998_on_data(&mut self, now: Instant, i: usize, first: bool, variance: Duration) {
+        let full = self.full;
+        if self.bufs[i].is_complete() {
+            // "When all packets have been received, the timer is cleared."
+            let b = &mut self.bufs[i];
+            b.state = RecvState::Received;
+            b.timer = None;
+            if let Some(len) = b.len {
+                b.data.truncate(len);
+            }
+            return;
+        }
+        if !first {
+            // The tight timer is set once, on the first arrival; later
+            // arrivals leave it alone.
+            return;
+        }
+        // "When the first DATA packet for A arrives, A moves from the ACKED
+        // state to the RECEIVING state and its data timer is set to a new
+        // 'tight' value ... calculated in the same manner as the loose timer
+        // ... leaving fewer packets to arrive between the setting of the data
+        // timer and the arrival of the last DATA packet in A."
+        let rem = self.bufs[i].remaining(full);
+        self.bufs[i].timer = Some(self.rfc998_timer(now, rem, variance));
+        // "The receiving NETBLT also sets the tight data timers of any
+        // buffers numbered lower than A that are also in the ACKED state ...
+        // allowing the missing packets to be detected earlier. An immediate
+        // RESEND is not sent".
+        for j in 0..i {
+            if self.bufs[j].state != RecvState::Acked {
+                continue;
+            }
+            let t = self.rfc998_timer(now, self.bufs[j].remaining(full), variance);
+            let b = &mut self.bufs[j];
+            b.timer = Some(b.timer.map_or(t, |old| old.min(t)));
+        }
     }
 
     fn note_last(&mut self, number: u32) {
@@ -595,8 +671,12 @@ impl Receiver {
             // size is known (LDATA), once the sender has moved on to a later
             // buffer, or at the second expiry in a row without an arrival;
             // holes below the highest packet are asked for at once.
-            let ask_tail =
-                b.count.is_some() || newest_with_data.is_some_and(|j| j > i) || b.backoff > 0;
+            // RFC 998 (the Rfc998 policy): the receiver "sends a RESEND
+            // message requesting all missing DATA packets in the buffer".
+            let ask_tail = matches!(self.policy, DataTimerPolicy::Rfc998 { .. })
+                || b.count.is_some()
+                || newest_with_data.is_some_and(|j| j > i)
+                || b.backoff > 0;
             let upto = if ask_tail {
                 limit
             } else {
@@ -626,7 +706,12 @@ impl Receiver {
         }
         for i in rearm {
             let (remaining, backoff) = (self.bufs[i].remaining(full), self.bufs[i].backoff);
-            let t = self.data_timer(now, remaining, Duration::ZERO, backoff);
+            let t = match self.policy {
+                DataTimerPolicy::Rfc998 { variance } => self.rfc998_timer(now, remaining, variance),
+                DataTimerPolicy::Adaptive => {
+                    self.data_timer(now, remaining, Duration::ZERO, backoff)
+                }
+            };
             self.bufs[i].timer = Some(t);
         }
         for (i, missing) in resends {
