@@ -1,7 +1,7 @@
 //! RFC 1030's appendices II-IV under each of the receiver's data-timer
-//! policies (decision Q5). The appendices use RFC 998's literal rule
-//! ([`rfc1030::DATA_TIMER`]); this table shows what that choice does to each
-//! appendix beside the engine's adaptive timers, and how the unquantified
+//! policies (decisions Q5, Q6). The appendices use the engine's adaptive
+//! timers ([`rfc1030::DATA_TIMER`]); this table shows what RFC 998's literal
+//! rule would do to each appendix instead, and how the unquantified
 //! "variance factor" moves it (zero and one burst interval; RFC 998 gives
 //! no value).
 
@@ -24,7 +24,7 @@ pub enum Choice {
     },
 }
 
-/// The policies compared: the default, the report's, and the report's with
+/// The policies compared: the default (the tables'), RFC 998's literal rule, and that rule with
 /// one burst interval of variance.
 pub const CHOICES: [Choice; 3] = [
     Choice::Adaptive,
