@@ -73,6 +73,7 @@
 //! emulator at 1 Mb/s to 1 Gb/s and reports rate and RTT errors and the
 //! lateness histogram.
 
+#![deny(missing_docs)]
 pub mod cli;
 mod config;
 mod daemon;

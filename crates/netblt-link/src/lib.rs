@@ -65,6 +65,7 @@
 //! # Ok::<(), netblt_link::ConfigError>(())
 //! ```
 
+#![deny(missing_docs)]
 mod codel;
 pub mod config;
 mod link;

@@ -50,6 +50,7 @@
 //! [`cli`] holds one `clap::Args` struct and one `run_*` function per command, for the
 //! `netblt` binary to mount. Everything prints a table, or one JSON object with `--json`.
 
+#![deny(missing_docs)]
 pub mod cli;
 pub mod client;
 pub mod cpu;

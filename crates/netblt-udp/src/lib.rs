@@ -51,7 +51,7 @@
 //! feature (which exists so the fallback can be tested here), a plain `send_to`/`recv_from` path is
 //! used: one syscall per datagram, no GSO, no GRO.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod config;
 mod datagram;
