@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use netblt::crypto::{KeyDir, SeededRandom};
+use netblt::crypto::{HandshakeMessage, KeyDir, SeededRandom};
 use netblt::{Encryption, Receiver, ReceiverOptions, ReceiverSummary, Security, SendOptions};
-use netblt_wire::{DataRepr, Packet, Repr};
+use netblt_wire::{DataRepr, Packet, PacketType, Repr};
 
 fn data(n: usize, seed: u32) -> Vec<u8> {
     let mut x = seed | 1;
@@ -73,6 +73,18 @@ enum Attack {
     None,
     /// Forged and replayed packets both ways.
     ForgeAndReplay,
+    /// Loses the receiver's first sealed RESPONSE (XX sends it after
+    /// FINISH, decision K20).
+    DropSealedResponse,
+}
+
+/// A Version 2 RESPONSE that is not a handshake envelope: the passive
+/// end's engine RESPONSE, sealed.
+fn sealed_response(d: &[u8]) -> bool {
+    d.len() > 12
+        && d[2] == 2
+        && d[3] == PacketType::Response as u8
+        && HandshakeMessage::parse(&d[12..]).is_err()
 }
 
 struct Proxy {
@@ -100,6 +112,7 @@ impl Proxy {
             let mut client: Option<SocketAddr> = None;
             let mut buf = vec![0u8; 70_000];
             let mut n_seen = 0u64;
+            let mut dropped_response = false;
             while !s2.load(Ordering::Relaxed) {
                 let Ok((n, from)) = sock.recv_from(&mut buf) else {
                     continue;
@@ -114,6 +127,15 @@ impl Proxy {
                     client = Some(from);
                     server
                 };
+                if attack == Attack::DropSealedResponse
+                    && from == server
+                    && !dropped_response
+                    && sealed_response(&d)
+                {
+                    dropped_response = true;
+                    c2.lock().unwrap().push(d);
+                    continue;
+                }
                 let _ = sock.send_to(&d, to);
                 n_seen += 1;
                 if attack == Attack::ForgeAndReplay && n_seen % 7 == 0 && d.len() >= 12 {
@@ -438,4 +460,120 @@ fn an_encrypted_get_first_contact_then_pinned() {
     }
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap().unwrap();
+}
+
+/// `d` with its NETBLT checksum recomputed (after a change to the header or
+/// the envelope, which an attacker can make: neither is encrypted).
+fn rechecksum(mut d: Vec<u8>) -> Vec<u8> {
+    d[0..2].fill(0);
+    let sum = netblt_wire::checksum(&d[2..]);
+    d[0..2].copy_from_slice(&sum.to_be_bytes());
+    d
+}
+
+/// Sends `d` to `to` from a fresh socket on `ip` and returns what comes
+/// back within `wait`.
+fn probe(d: &[u8], ip: [u8; 4], to: SocketAddr, wait: Duration) -> Vec<Vec<u8>> {
+    let s = UdpSocket::bind(SocketAddr::new(ip.into(), 0)).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+    s.send_to(d, to).unwrap();
+    let until = std::time::Instant::now() + wait;
+    let (mut got, mut buf) = (Vec::new(), [0u8; 2000]);
+    while std::time::Instant::now() < until {
+        if let Ok((n, _)) = s.recv_from(&mut buf) {
+            got.push(buf[..n].to_vec());
+        }
+    }
+    got
+}
+
+#[test]
+fn a_replayed_ik_initiation_gets_no_answer_and_is_counted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rh, sh) = (tmp.path().join("r"), tmp.path().join("s"));
+    authorize(&rh, &sh);
+    let out = tempfile::tempdir().unwrap();
+    let (addr, stop, h) = serve(out.path(), encrypted(&rh, false), |_| {});
+    let proxy = Proxy::start(addr, Attack::None);
+    let mut n = 0;
+    let mut send = || {
+        n += 1;
+        let src = tmp.path().join(format!("f{n}.bin"));
+        std::fs::write(&src, data(50_000, n)).unwrap();
+        netblt::send_file(&src, proxy.addr, &send_options(encrypted(&sh, false)))
+    };
+    // First contact pins the receiver; the second transfer is IK.
+    assert_eq!(send().unwrap().security.unwrap().pattern, "XX");
+    assert_eq!(send().unwrap().security.unwrap().pattern, "IK");
+    let init = proxy
+        .captured
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|d| {
+            d.len() > 14 && d[2] == 2 && d[3] == PacketType::Open as u8 && d[13] == 1 && d[14] == 1
+        })
+        .cloned()
+        .expect("an IK initiation");
+
+    // Replayed as captured, from another address and port; then with
+    // another NETBLT port in its clear header. Neither gets any answer.
+    let wait = Duration::from_millis(400);
+    assert_eq!(
+        probe(&init, [127, 0, 0, 3], addr, wait),
+        Vec::<Vec<u8>>::new()
+    );
+    let mut moved = init.clone();
+    let port = u16::from_be_bytes([moved[6], moved[7]]).wrapping_add(1);
+    moved[6..8].copy_from_slice(&port.to_be_bytes());
+    assert_eq!(
+        probe(&rechecksum(moved), [127, 0, 0, 4], addr, wait),
+        Vec::<Vec<u8>>::new()
+    );
+    // The same initiation in the older envelope format (1) gets one line.
+    let mut old = init.clone();
+    old[12] = 1;
+    let got = probe(&rechecksum(old), [127, 0, 0, 5], addr, wait);
+    assert_eq!(got.len(), 1, "{got:?}");
+    let reason = match Packet::parse(&got[0]).unwrap().repr {
+        Repr::Refused { reason } => String::from_utf8_lossy(reason).into_owned(),
+        other => panic!("{other:?}"),
+    };
+    assert!(reason.contains("upgrade netblt on the sender"), "{reason}");
+    // The real sender goes on with newer timestamps.
+    assert_eq!(send().unwrap().security.unwrap().pattern, "IK");
+    proxy.finish();
+    stop.store(true, Ordering::Relaxed);
+    let summary = h.join().unwrap().unwrap();
+    let f = summary.junk.flood;
+    eprintln!("{f:?}; transfers {}", summary.transfers);
+    assert_eq!(f.replayed_initiations, 2, "{f:?}");
+    assert_eq!(f.old_format, 1, "{f:?}");
+    assert_eq!(f.stale_initiations, 0, "{f:?}");
+    assert_eq!((summary.transfers, summary.failed), (3, 0));
+}
+
+#[test]
+fn first_contact_survives_a_lost_sealed_response() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = data(200_000, 17);
+    let src = tmp.path().join("f.bin");
+    std::fs::write(&src, &bytes).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (addr, stop, h) = serve(out.path(), encrypted(&tmp.path().join("r"), true), |_| {});
+    let proxy = Proxy::start(addr, Attack::DropSealedResponse);
+    let r = netblt::send_file(
+        &src,
+        proxy.addr,
+        &send_options(encrypted(&tmp.path().join("s"), false)),
+    )
+    .unwrap();
+    let (captured, _) = proxy.finish();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+    assert!(r.verified);
+    assert_eq!(r.security.unwrap().pattern, "XX");
+    assert_eq!(std::fs::read(out.path().join("f.bin")).unwrap(), bytes);
+    // The lost one and its repetition.
+    assert!(captured.iter().filter(|d| sealed_response(d)).count() >= 2);
 }

@@ -469,7 +469,10 @@ fn ik_initiation_carries_its_timestamp_encrypted() {
     let mut i = Handshake::initiator(icfg, &mut SeededRandom::from_u64(1)).unwrap();
     let (mut buf, mut pl) = ([0u8; 1500], [0u8; 1500]);
     let n = i.write_message(OPEN_BODY, &mut buf).unwrap();
-    assert!(!buf[..n].windows(12).any(|w| w == t.to_bytes()), "in the clear");
+    assert!(
+        !buf[..n].windows(12).any(|w| w == t.to_bytes()),
+        "in the clear"
+    );
     assert_eq!(i.initiation_timestamp(), None);
     let mut r = Handshake::responder(responder(2, &[1]), &mut SeededRandom::from_u64(2));
     assert_eq!(

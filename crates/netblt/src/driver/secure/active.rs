@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 
 use netblt_crypto::handshake::message::MAX_MESSAGE_LEN;
 use netblt_crypto::{
-    Handshake, HandshakeError, HostStatus, InitiatorConfig, KnownHosts, OsRandom, PacketProtection,
-    Pattern, PeerAuth, Progress, SuiteOffer,
+    Handshake, HandshakeError, HandshakeMessage, HostStatus, InitiatorConfig, KnownHosts, OsRandom,
+    PacketProtection, Pattern, PeerAuth, Progress, SuiteOffer,
 };
 
 use super::{
-    handshake_datagram, kind, open_body, plain_open, plain_reason, ports, quit, Rx, OPEN, PLAIN,
-    PROTECTED, RESPONSE,
+    handshake_datagram, initiation_timestamp, kind, open_body, plain_open, plain_reason, ports,
+    quit, Rx, OPEN, PLAIN, PROTECTED, RESPONSE,
 };
 use crate::error::{AppError, Kind};
 use crate::security::{Keys, SecurityReport};
@@ -78,6 +78,7 @@ impl ActiveSecurity {
                 identity: keys.identity.clone(),
                 peer: auth,
                 suites: SuiteOffer::local(),
+                timestamp: initiation_timestamp(),
             },
             &mut OsRandom,
         )
@@ -160,7 +161,14 @@ impl ActiveSecurity {
         let (_, ty) = kind(&buf[..n])?;
         if let Some(p) = &mut self.prot {
             if ty == OPEN {
-                return None;
+                // Our engine repeats its OPEN: it still waits for the
+                // RESPONSE. IK had it in the handshake; XX gets it sealed
+                // after FINISH (K20), so FINISH goes again, and the passive
+                // end has its engine repeat the RESPONSE.
+                let f = self.finish.as_ref()?;
+                let out = buf.get_mut(..f.len())?;
+                out.copy_from_slice(f);
+                return Some(f.len());
             }
             buf[2] = PROTECTED;
             return p.seal_in_place(buf, n).ok();
@@ -203,7 +211,16 @@ impl ActiveSecurity {
             return Rx::Drop;
         };
         match (version, ty) {
-            (PROTECTED, t) if t != OPEN && t != RESPONSE => {
+            (PROTECTED, RESPONSE) if self.hs.is_some() => self.read_response(d),
+            (PROTECTED, RESPONSE)
+                if HandshakeMessage::parse(&d[netblt_wire::HEADER_LEN..]).is_ok() =>
+            {
+                // A late copy of the handshake's response (our initiation
+                // was repeated), not a sealed RESPONSE: nothing to open.
+                self.report.dropped += 1;
+                Rx::Drop
+            }
+            (PROTECTED, t) if t != OPEN => {
                 let Some(p) = &mut self.prot else {
                     self.report.dropped += 1;
                     return Rx::Drop;
@@ -219,7 +236,6 @@ impl ActiveSecurity {
                     Err(_) => Rx::Drop,
                 }
             }
-            (PROTECTED, RESPONSE) if self.hs.is_some() => self.read_response(d),
             (PLAIN, _) if !self.peer_proven => {
                 match plain_reason(d) {
                     Some(reason) if self.failure.is_none() => {
@@ -251,7 +267,12 @@ impl ActiveSecurity {
         let mut payload = vec![0u8; MAX_MESSAGE_LEN];
         match hs.read_message(&d[netblt_wire::HEADER_LEN..], &mut payload) {
             Ok(Progress::Payload(k)) => {
-                if hs.is_my_turn() {
+                // XX and code mode (format 2, K20): the response carries no
+                // RESPONSE body; the passive end's engine writes its
+                // RESPONSE after FINISH, sealed, and it reaches our engine
+                // like any other packet.
+                let deferred = hs.is_my_turn();
+                if deferred {
                     let mut env = vec![0u8; MAX_MESSAGE_LEN];
                     match hs.write_message(&[], &mut env) {
                         Ok(m) => {
@@ -302,6 +323,9 @@ impl ActiveSecurity {
                             }
                         }
                     }
+                }
+                if deferred {
+                    return Rx::Drop;
                 }
                 let (lp, fp) = ports(d);
                 Rx::Owned(plain_open(RESPONSE, lp, fp, &payload[..k]))
