@@ -17,8 +17,15 @@
 //! the initiator before reading it), so a wrong code fails at the initiator when it reads
 //! the RESPONSE and at the responder when it reads the FINISH: [`HandshakeError::CodeMismatch`].
 //!
-//! The caller (the engine) owns everything else: it puts the NETBLT OPEN/RESPONSE body in
-//! the payloads, checks cookies before creating a responder, pins keys after a first contact.
+//! IK initiations carry the initiator's [`timestamp::Tai64n`] (from
+//! [`InitiatorConfig::timestamp`]) encrypted before the payload; the responder reads it back
+//! with [`Handshake::initiation_timestamp`] and checks it with a
+//! [`timestamp::InitiationFreshness`] before answering (replays are refused unanswered).
+//!
+//! The caller (the driver) owns everything else: it puts the NETBLT OPEN/RESPONSE body in
+//! the payloads (in XX the response's payload stays empty and the RESPONSE travels sealed
+//! after FINISH), checks cookies before creating a responder, pins keys after a first
+//! contact.
 
 pub mod message;
 pub mod timestamp;
