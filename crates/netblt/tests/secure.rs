@@ -577,3 +577,73 @@ fn first_contact_survives_a_lost_sealed_response() {
     // The lost one and its repetition.
     assert!(captured.iter().filter(|d| sealed_response(d)).count() >= 2);
 }
+
+#[test]
+fn an_initiation_outside_the_clock_window_gets_one_line_naming_the_difference() {
+    use netblt::crypto::{Handshake, InitiatorConfig, PeerAuth, SuiteOffer, Tai64n};
+    let tmp = tempfile::tempdir().unwrap();
+    let (rh, sh) = (tmp.path().join("r"), tmp.path().join("s"));
+    authorize(&rh, &sh);
+    let (me, _) = KeyDir::at(&sh)
+        .load_or_create_identity(&mut SeededRandom::from_u64(1))
+        .unwrap();
+    let (receiver, _) = KeyDir::at(&rh)
+        .load_or_create_identity(&mut SeededRandom::from_u64(2))
+        .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (addr, stop, h) = serve(out.path(), encrypted(&rh, false), |_| {});
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for (i, (t, says)) in [(now - 3600, "behind"), (now + 3600, "ahead")]
+        .into_iter()
+        .enumerate()
+    {
+        // An IK initiation of an authorized key, its clock an hour off.
+        let mut hs = Handshake::initiator(
+            InitiatorConfig {
+                identity: me.clone(),
+                peer: PeerAuth::Pinned(receiver.public()),
+                suites: SuiteOffer::local(),
+                timestamp: Tai64n::from_unix(t, 0),
+            },
+            &mut SeededRandom::from_u64(3 + i as u64),
+        )
+        .unwrap();
+        let mut env = [0u8; 1200];
+        let k = hs.write_message(&[0; 28], &mut env).unwrap();
+        let mut d = vec![0u8; 12 + k];
+        d[2] = 2;
+        d[3] = PacketType::Open as u8;
+        d[4..6].copy_from_slice(&((12 + k) as u16).to_be_bytes());
+        d[6..8].copy_from_slice(&7000u16.to_be_bytes());
+        d[8..10].copy_from_slice(&addr.port().to_be_bytes());
+        d[12..].copy_from_slice(&env[..k]);
+        let got = probe(
+            &rechecksum(d),
+            [127, 0, 0, 6],
+            addr,
+            Duration::from_millis(400),
+        );
+        assert_eq!(got.len(), 1, "{got:?}");
+        let reason = match Packet::parse(&got[0]).unwrap().repr {
+            Repr::Refused { reason } => String::from_utf8_lossy(reason).into_owned(),
+            other => panic!("{other:?}"),
+        };
+        eprintln!("refused: {reason}");
+        assert!(
+            reason.contains(says) && reason.contains("clocks") && reason.len() < 200,
+            "{reason}"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    let summary = h.join().unwrap().unwrap();
+    let f = summary.junk.flood;
+    assert_eq!(
+        (f.stale_initiations, f.replayed_initiations),
+        (2, 0),
+        "{f:?}"
+    );
+    assert_eq!(summary.transfers, 0);
+}

@@ -693,13 +693,18 @@ impl PassiveSecurity {
             }
             Err(e) => {
                 self.flood.stale_initiations += 1;
+                let (diff, side) = match e {
+                    FreshnessError::TooNew(d) => (d.as_secs(), "ahead of"),
+                    FreshnessError::TooOld(d) => (d.as_secs(), "behind"),
+                    FreshnessError::Replayed => (0, "behind"),
+                };
                 let line = format!(
-                    "refused an initiation of key {}: {e}; check both clocks (allowed difference 300 s)",
+                    "refused an initiation of key {}: the sender's clock is {diff} s {side} this host's (at most 300 s allowed)",
                     key.fingerprint()
                 );
                 self.log_refusal(now, &line);
                 Err(Some(format!(
-                    "{e} (the receiver's); the clocks of both hosts must agree within 300 s"
+                    "the sender's clock is {diff} s {side} the receiver's: the clocks of both hosts must agree within 300 s"
                 )))
             }
         }
