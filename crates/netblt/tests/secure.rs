@@ -647,3 +647,25 @@ fn an_initiation_outside_the_clock_window_gets_one_line_naming_the_difference() 
     );
     assert_eq!(summary.transfers, 0);
 }
+
+/// Slow (27 s: the engine's eight OPENs): `cargo test -p netblt --test
+/// secure -- --ignored`. The unit test `silence_names_an_older_receiver...`
+/// covers the message in the default run.
+#[test]
+#[ignore]
+fn a_silent_receiver_gets_a_line_that_names_an_older_version_among_the_causes() {
+    // A socket that reads nothing and answers nothing, as a receiver from
+    // before handshake version 2 does to this sender's initiation.
+    let tmp = tempfile::tempdir().unwrap();
+    let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut o = send_options(encrypted(&tmp.path().join("s"), false));
+    o.death_timer = Duration::from_secs(1);
+    let started = std::time::Instant::now();
+    let e = netblt::bench(silent.local_addr().unwrap(), 1000, &o).unwrap_err();
+    let msg = e.to_string();
+    eprintln!("{msg} ({:.1} s)", started.elapsed().as_secs_f64());
+    assert!(
+        msg.contains("no answer") && msg.contains("handshake version 2") && !msg.contains('\n'),
+        "{msg}"
+    );
+}

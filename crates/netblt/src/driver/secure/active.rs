@@ -54,6 +54,8 @@ pub(crate) struct ActiveSecurity {
     outbox: VecDeque<Vec<u8>>,
     failure: Option<AppError>,
     report: SecurityReport,
+    /// Anything at all came from the peer.
+    heard: bool,
 }
 
 fn fail(msg: impl Into<String>) -> AppError {
@@ -105,6 +107,7 @@ impl ActiveSecurity {
             outbox: VecDeque::new(),
             failure: None,
             report,
+            heard: false,
         })
     }
 
@@ -125,6 +128,19 @@ impl ActiveSecurity {
     /// The handshake failed or the peer refused: end the transfer with this.
     pub(crate) fn take_failure(&mut self) -> Option<AppError> {
         self.failure.take()
+    }
+
+    /// The engine gave up opening after `attempts` OPENs: if nothing at all
+    /// came back, say what the silence may mean, an older receiver among
+    /// the rest (decision K21: a receiver before handshake version 2 drops
+    /// this sender's initiation without a word).
+    pub(crate) fn silence(&self, attempts: u32) -> Option<AppError> {
+        (!self.heard).then(|| {
+            fail(format!(
+                "no answer from {} after {attempts} encrypted OPEN packets (host down, port filtered, or a receiver older than netblt handshake version 2, which ignores newer senders)",
+                self.peer
+            ))
+        })
     }
 
     /// Handshake datagrams to send before the engine's.
@@ -210,6 +226,7 @@ impl ActiveSecurity {
             self.report.dropped += 1;
             return Rx::Drop;
         };
+        self.heard = true;
         match (version, ty) {
             (PROTECTED, RESPONSE) if self.hs.is_some() => self.read_response(d),
             (PROTECTED, RESPONSE)
@@ -375,5 +392,30 @@ impl ActiveSecurity {
                 Rx::Drop
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::security::Encryption;
+
+    #[test]
+    fn silence_names_an_older_receiver_only_when_nothing_came_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut enc = Encryption::default();
+        enc.key_dir = Some(tmp.path().to_path_buf());
+        let keys = Keys::load(&enc).unwrap();
+        let mut a = ActiveSecurity::new(&keys, "127.0.0.1:9".parse().unwrap()).unwrap();
+        let msg = a.silence(8).unwrap().to_string();
+        assert!(
+            msg.contains("after 8 encrypted OPEN packets") && msg.contains("handshake version 2"),
+            "{msg}"
+        );
+        // Any datagram from the peer (here a junk plain header) is an answer.
+        let mut junk = [0u8; 12];
+        junk[2] = PLAIN;
+        let _ = a.incoming(&mut junk);
+        assert!(a.silence(8).is_none());
     }
 }
