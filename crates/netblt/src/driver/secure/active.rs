@@ -403,8 +403,10 @@ mod tests {
     #[test]
     fn silence_names_an_older_receiver_only_when_nothing_came_back() {
         let tmp = tempfile::tempdir().unwrap();
-        let mut enc = Encryption::default();
-        enc.key_dir = Some(tmp.path().to_path_buf());
+        let enc = Encryption {
+            key_dir: Some(tmp.path().to_path_buf()),
+            ..Encryption::default()
+        };
         let keys = Keys::load(&enc).unwrap();
         let mut a = ActiveSecurity::new(&keys, "127.0.0.1:9".parse().unwrap()).unwrap();
         let msg = a.silence(8).unwrap().to_string();
