@@ -219,6 +219,11 @@ impl InitiationFreshness {
         }
     }
 
+    /// The limits in force (after clamping).
+    pub fn config(&self) -> FreshnessConfig {
+        self.cfg
+    }
+
     /// Keys remembered now (at most `max_keys`).
     pub fn len(&self) -> usize {
         self.keys.len()

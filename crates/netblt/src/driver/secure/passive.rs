@@ -367,7 +367,7 @@ impl PassiveSecurity {
         let env = &d[netblt_wire::HEADER_LEN..];
         let msg = match HandshakeMessage::parse(env) {
             Ok(m) => m,
-            Err(MessageError::Format(f)) if f < FORMAT && env.get(1) == Some(&1) => {
+            Err(MessageError::Format(f)) if (1..FORMAT).contains(&f) && env.get(1) == Some(&1) => {
                 // An initiation from an older netblt: one line it can print
                 // (a plain REFUSED, within 3x like every reply).
                 self.flood.old_format += 1;
@@ -693,18 +693,20 @@ impl PassiveSecurity {
             }
             Err(e) => {
                 self.flood.stale_initiations += 1;
-                let (diff, side) = match e {
-                    FreshnessError::TooNew(d) => (d.as_secs(), "ahead of"),
-                    FreshnessError::TooOld(d) => (d.as_secs(), "behind"),
-                    FreshnessError::Replayed => (0, "behind"),
+                let cfg = self.fresh.config();
+                let (diff, side, allowed) = match e {
+                    FreshnessError::TooNew(d) => (d.as_secs(), "ahead of", cfg.max_ahead_secs),
+                    FreshnessError::TooOld(_) | FreshnessError::Replayed => {
+                        (d_secs(e), "behind", cfg.max_age_secs)
+                    }
                 };
                 let line = format!(
-                    "refused an initiation of key {}: the sender's clock is {diff} s {side} this host's (at most 300 s allowed)",
+                    "refused an initiation of key {}: the sender's clock is {diff} s {side} this host's (at most {allowed} s allowed)",
                     key.fingerprint()
                 );
                 self.log_refusal(now, &line);
                 Err(Some(format!(
-                    "the sender's clock is {diff} s {side} the receiver's: the clocks of both hosts must agree within 300 s"
+                    "the sender's clock is {diff} s {side} the receiver's: the clocks of both hosts must agree within {allowed} s"
                 )))
             }
         }
@@ -782,6 +784,14 @@ impl PassiveSecurity {
                 p.state = State::Refused;
             }
         }
+    }
+}
+
+/// Seconds of a clock difference (none for a replay).
+fn d_secs(e: FreshnessError) -> u64 {
+    match e {
+        FreshnessError::TooOld(d) | FreshnessError::TooNew(d) => d.as_secs(),
+        FreshnessError::Replayed => 0,
     }
 }
 
