@@ -135,7 +135,7 @@ fn fifty_thousand_spoofed_opens_leave_state_bounded_and_a_transfer_completes() {
     so.params.buffer_size = 64 * 1024;
     so.security = encrypted(&tmp.path().join("s"));
     let during = flooding.load(Ordering::Relaxed);
-    let r = netblt::bench(server, 2_000_000, &so).unwrap();
+    let r = netblt::bench(server, 2_000_000, &so);
     let _sockets = flood.join().unwrap();
     let peak_threads = sampler.join().unwrap();
     let rss1 = rss_kib();
@@ -143,6 +143,8 @@ fn fifty_thousand_spoofed_opens_leave_state_bounded_and_a_transfer_completes() {
     stop.store(true, Ordering::Relaxed);
     let summary = h.join().unwrap().unwrap();
     let f = summary.junk.flood;
+    // The receiver's counters first: they say why, if the transfer failed.
+    let r = r.unwrap_or_else(|e| panic!("{e}; receiver {:?}", summary.junk));
     eprintln!(
         "flood {FLOOD}: legit verified={} (started during the flood: {during}); {f:?}; rss {rss0} -> {rss1} KiB; \
          threads {threads0} before, at most {peak_threads} during (sampler, flooder and sender included); \

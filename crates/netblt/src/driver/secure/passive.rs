@@ -83,6 +83,10 @@ struct Peer {
     engine: bool,
 }
 
+/// Stateless replies (cookies, refusals) queued at most: a few sendmmsg
+/// batches. A flood's extra replies are dropped; the initiator retries.
+const STATELESS_MAX: usize = 256;
+
 /// DoS and flood counters of a receiver.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
@@ -113,6 +117,9 @@ pub struct FloodCounts {
     pub stale_initiations: u64,
     /// Initiations in an older handshake format, refused in one line.
     pub old_format: u64,
+    /// Stateless replies (cookies, refusals) not sent because
+    /// [`STATELESS_MAX`] were already waiting (a flood outpacing the socket).
+    pub replies_dropped: u64,
 }
 
 /// See the module docs.
@@ -126,7 +133,14 @@ pub(crate) struct PassiveSecurity {
     cookies: CookieGenerator,
     fresh: InitiationFreshness,
     epoch: Instant,
+    /// Replies to peers with state (handshake responses, their refusals):
+    /// sent first. Bounded by the peers and their 3x budgets.
     outbox: VecDeque<(SocketAddr, Vec<u8>)>,
+    /// Replies to datagrams that left no state (cookies, refusals of
+    /// stateless initiations): at most [`STATELESS_MAX`], newer ones
+    /// dropped, so a flood queues no more than that however long it lasts,
+    /// and a legitimate peer's reply never waits behind a flood's backlog.
+    stateless: VecDeque<(SocketAddr, Vec<u8>)>,
     aborts: Vec<(SocketAddr, String)>,
     fatal: Option<AppError>,
     last_log: Option<Instant>,
@@ -162,6 +176,7 @@ impl PassiveSecurity {
             fresh: InitiationFreshness::new(FreshnessConfig::default()),
             epoch,
             outbox: VecDeque::new(),
+            stateless: VecDeque::new(),
             aborts: Vec::new(),
             fatal: None,
             last_log: None,
@@ -172,9 +187,23 @@ impl PassiveSecurity {
     }
 
     /// Replies of the handshake layer (cookie, stored RESPONSE, refusals),
-    /// already within the amplification limit.
+    /// already within the amplification limit: those to peers with state
+    /// first.
     pub(crate) fn next_outgoing(&mut self) -> Option<(SocketAddr, Vec<u8>)> {
-        self.outbox.pop_front()
+        self.outbox
+            .pop_front()
+            .or_else(|| self.stateless.pop_front())
+    }
+
+    /// A reply taken by [`next_outgoing`](Self::next_outgoing) that found
+    /// no room to go out: first in line next time.
+    pub(crate) fn unpop(&mut self, to: SocketAddr, bytes: Vec<u8>) {
+        self.outbox.push_front((to, bytes));
+    }
+
+    /// Whether replies are waiting (the caller should not sleep).
+    pub(crate) fn has_outgoing(&self) -> bool {
+        !self.outbox.is_empty() || !self.stateless.is_empty()
     }
 
     /// Connections to abort (peer address, reason): a failed FINISH, an
@@ -213,15 +242,21 @@ impl PassiveSecurity {
 
     /// Queues a reply to `to` if it fits the 3x rule (`budget` when the
     /// peer has no state: 3x the datagram that caused it).
-    fn reply(&mut self, to: SocketAddr, bytes: Vec<u8>, budget: usize) {
+    /// Returns whether it was queued.
+    fn reply(&mut self, to: SocketAddr, bytes: Vec<u8>, budget: usize) -> bool {
         if bytes.is_empty() {
-            return;
+            return false;
         }
         if bytes.len() > budget {
             self.flood.amplification_blocked += 1;
-            return;
+            return false;
         }
-        self.outbox.push_back((to, bytes));
+        if self.stateless.len() >= STATELESS_MAX {
+            self.flood.replies_dropped += 1;
+            return false;
+        }
+        self.stateless.push_back((to, bytes));
+        true
     }
 
     fn release(&mut self, key: PeerKey) {
@@ -421,8 +456,9 @@ impl PassiveSecurity {
                     if let Some(n) = write_cookie_reply(&cookie, &mut env) {
                         let (lp, fp) = ports(d);
                         let r = handshake_datagram(RESPONSE, fp, lp, &env[..n]);
-                        self.flood.cookies_sent += 1;
-                        self.reply(from, r, 3 * d.len());
+                        if self.reply(from, r, 3 * d.len()) {
+                            self.flood.cookies_sent += 1;
+                        }
                     }
                     return Rx::Drop;
                 }
