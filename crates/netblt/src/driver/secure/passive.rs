@@ -117,8 +117,8 @@ pub struct FloodCounts {
     pub stale_initiations: u64,
     /// Initiations in an older handshake format, refused in one line.
     pub old_format: u64,
-    /// Stateless replies (cookies, refusals) not sent because
-    /// [`STATELESS_MAX`] were already waiting (a flood outpacing the socket).
+    /// Stateless replies (cookies, refusals) not sent because 256 were
+    /// already waiting (a flood outpacing the socket).
     pub replies_dropped: u64,
 }
 
