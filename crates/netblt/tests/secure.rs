@@ -669,3 +669,38 @@ fn a_silent_receiver_gets_a_line_that_names_an_older_version_among_the_causes() 
         "{msg}"
     );
 }
+
+#[test]
+fn one_sender_key_opens_several_ik_connections_at_once() {
+    // Their timestamps are taken in one order and may arrive in another:
+    // the receiver keeps the newest 8 per key, so all get in (K19).
+    let tmp = tempfile::tempdir().unwrap();
+    let (rh, sh) = (tmp.path().join("r"), tmp.path().join("s"));
+    authorize(&rh, &sh);
+    let out = tempfile::tempdir().unwrap();
+    let (addr, stop, h) = serve(out.path(), encrypted(&rh, false), |_| {});
+    let file = |i: u32| {
+        let src = tmp.path().join(format!("p{i}.bin"));
+        std::fs::write(&src, data(100_000, 20 + i)).unwrap();
+        src
+    };
+    let first = netblt::send_file(file(0), addr, &send_options(encrypted(&sh, false))).unwrap();
+    assert_eq!(first.security.unwrap().pattern, "XX");
+    let senders: Vec<_> = (1..=6)
+        .map(|i| {
+            let (src, sh) = (file(i), sh.clone());
+            std::thread::spawn(move || {
+                netblt::send_file(&src, addr, &send_options(encrypted(&sh, false)))
+            })
+        })
+        .collect();
+    for s in senders {
+        let r = s.join().unwrap().unwrap();
+        assert!(r.verified);
+        assert_eq!(r.security.unwrap().pattern, "IK");
+    }
+    stop.store(true, Ordering::Relaxed);
+    let summary = h.join().unwrap().unwrap();
+    assert_eq!((summary.transfers, summary.failed), (7, 0));
+    assert_eq!(summary.junk.flood.replayed_initiations, 0);
+}
