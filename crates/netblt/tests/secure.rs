@@ -76,7 +76,12 @@ enum Attack {
     /// Loses the receiver's first sealed RESPONSE (XX sends it after
     /// FINISH, decision K20).
     DropSealedResponse,
+    /// Loses everything the receiver sends for [`BLACKOUT`] after the
+    /// sender's first datagram.
+    Blackout,
 }
+
+const BLACKOUT: Duration = Duration::from_millis(6500);
 
 /// A Version 2 RESPONSE that is not a handshake envelope: the passive
 /// end's engine RESPONSE, sealed.
@@ -113,6 +118,7 @@ impl Proxy {
             let mut buf = vec![0u8; 70_000];
             let mut n_seen = 0u64;
             let mut dropped_response = false;
+            let mut first_seen: Option<std::time::Instant> = None;
             while !s2.load(Ordering::Relaxed) {
                 let Ok((n, from)) = sock.recv_from(&mut buf) else {
                     continue;
@@ -127,6 +133,10 @@ impl Proxy {
                     client = Some(from);
                     server
                 };
+                let since = *first_seen.get_or_insert_with(std::time::Instant::now);
+                if attack == Attack::Blackout && from == server && since.elapsed() < BLACKOUT {
+                    continue;
+                }
                 if attack == Attack::DropSealedResponse
                     && from == server
                     && !dropped_response
@@ -703,4 +713,42 @@ fn one_sender_key_opens_several_ik_connections_at_once() {
     let summary = h.join().unwrap().unwrap();
     assert_eq!((summary.transfers, summary.failed), (7, 0));
     assert_eq!(summary.junk.flood.replayed_initiations, 0);
+}
+
+#[test]
+fn an_ik_initiation_unanswered_past_the_half_open_timeout_is_written_anew() {
+    // The receiver answers, but nothing it sends arrives for 6.5 s: it drops
+    // the connection (death timer 3 s, or half-open after 5 s) and takes
+    // the same initiation repeated for a replay. The sender writes a new
+    // one (fresh ephemeral key and timestamp) after 6 s, which gets through.
+    let tmp = tempfile::tempdir().unwrap();
+    let (rh, sh) = (tmp.path().join("r"), tmp.path().join("s"));
+    authorize(&rh, &sh);
+    let out = tempfile::tempdir().unwrap();
+    let (addr, stop, h) = serve(out.path(), encrypted(&rh, false), |_| {});
+    let send = |n: u32, attack| {
+        let proxy = Proxy::start(addr, attack);
+        let src = tmp.path().join(format!("b{n}.bin"));
+        std::fs::write(&src, data(50_000, 30 + n)).unwrap();
+        let mut o = send_options(encrypted(&sh, false));
+        o.death_timer = Duration::from_secs(20);
+        let r = netblt::send_file(&src, proxy.addr, &o);
+        proxy.finish();
+        r
+    };
+    assert_eq!(
+        send(0, Attack::None).unwrap().security.unwrap().pattern,
+        "XX"
+    );
+    let started = std::time::Instant::now();
+    let r = send(1, Attack::Blackout).unwrap();
+    eprintln!("through after {:.1} s", started.elapsed().as_secs_f64());
+    assert!(r.verified);
+    assert_eq!(r.security.unwrap().pattern, "IK");
+    stop.store(true, Ordering::Relaxed);
+    let summary = h.join().unwrap().unwrap();
+    eprintln!("{:?}", summary.junk.flood);
+    // The initiation repeated after the receiver forgot the connection (its
+    // death timer, 3 s here) was refused as a replay; the new one got in.
+    assert!(summary.junk.flood.replayed_initiations >= 1);
 }

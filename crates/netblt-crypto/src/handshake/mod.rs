@@ -356,6 +356,19 @@ impl Handshake {
         }
     }
 
+    /// Initiator still waiting for the response: starts over with fresh ephemeral keys (and,
+    /// in IK, this timestamp), keeping any cookie; write the initiation again next. For an
+    /// initiation left unanswered so long that the responder may have dropped its state:
+    /// repeated as it was, it would then be refused as a replay (WireGuard likewise sends a
+    /// new initiation every few seconds rather than repeating one).
+    pub fn restart(&mut self, timestamp: Tai64n) -> Result<(), HandshakeError> {
+        if self.role != Role::Initiator || self.stage != Stage::ReadResponse {
+            return Err(HandshakeError::State);
+        }
+        self.timestamp = Some(timestamp);
+        self.start_initiator()
+    }
+
     /// Whether both ends have their transport keys.
     pub fn is_finished(&self) -> bool {
         self.stage == Stage::Done

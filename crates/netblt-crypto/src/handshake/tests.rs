@@ -508,6 +508,28 @@ fn ik_initiation_carries_its_timestamp_encrypted() {
     assert_eq!(r.initiation_timestamp(), None);
 }
 
+#[test]
+fn a_restarted_initiation_is_new_and_completes() {
+    let mut icfg = initiator(1, PeerAuth::Pinned(id(2).public()));
+    icfg.timestamp = timestamp::Tai64n::from_unix(1_800_000_000, 1);
+    let mut i = Handshake::initiator(icfg, &mut SeededRandom::from_u64(1)).unwrap();
+    let (mut a, mut b, mut pl) = ([0u8; 1500], [0u8; 1500], [0u8; 1500]);
+    let n = i.write_message(OPEN_BODY, &mut a).unwrap();
+    let later = timestamp::Tai64n::from_unix(1_800_000_007, 0);
+    i.restart(later).unwrap();
+    let m = i.write_message(OPEN_BODY, &mut b).unwrap();
+    assert_ne!(&a[..n], &b[..m], "fresh ephemeral key");
+    let mut r = Handshake::responder(responder(2, &[1]), &mut SeededRandom::from_u64(2));
+    assert!(r.read_message(&b[..m], &mut pl).is_ok());
+    assert_eq!(r.initiation_timestamp(), Some(later));
+    let k = r.write_message(RESPONSE_BODY, &mut a).unwrap();
+    assert!(i.read_message(&a[..k], &mut pl).is_ok());
+    assert!(i.is_finished() && r.is_finished());
+    // Only an initiator waiting for its response restarts.
+    assert_eq!(i.restart(later), Err(HandshakeError::State));
+    assert_eq!(r.restart(later), Err(HandshakeError::State));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]

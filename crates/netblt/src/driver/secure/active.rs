@@ -23,6 +23,12 @@ use crate::security::{Keys, SecurityReport};
 const FINISH_RTO: Duration = Duration::from_millis(200);
 const FINISH_TRIES: u32 = 8;
 
+/// An initiation unanswered this long is written anew (fresh ephemeral key
+/// and timestamp) rather than repeated: by then the passive end dropped any
+/// half-open state for it (after 5 s) and would refuse the same bytes as a
+/// replay (K19).
+const REWRITE_AFTER: Duration = Duration::from_secs(6);
+
 pub(crate) fn pattern_name(p: Option<Pattern>) -> &'static str {
     match p {
         Some(Pattern::Ik) => "IK",
@@ -45,6 +51,8 @@ pub(crate) struct ActiveSecurity {
     local_port: u16,
     remote_port: u16,
     initiation: Option<Vec<u8>>,
+    /// When `initiation` was written.
+    written_at: Option<Instant>,
     finish: Option<Vec<u8>>,
     finish_at: Option<Instant>,
     finish_tries: u32,
@@ -100,6 +108,7 @@ impl ActiveSecurity {
             local_port: 0,
             remote_port: 0,
             initiation: None,
+            written_at: None,
             finish: None,
             finish_at: None,
             finish_tries: 0,
@@ -197,6 +206,15 @@ impl ActiveSecurity {
             self.body = open_body(&buf[..n]).to_vec();
             (self.local_port, self.remote_port) = ports(buf);
             self.write_initiation();
+        } else if self
+            .written_at
+            .is_some_and(|t| t.elapsed() >= REWRITE_AFTER)
+        {
+            if let Some(hs) = self.hs.as_mut() {
+                if hs.restart(initiation_timestamp()).is_ok() {
+                    self.write_initiation();
+                }
+            }
         }
         let init = self.initiation.as_ref()?;
         let out = buf.get_mut(..init.len())?;
@@ -214,7 +232,8 @@ impl ActiveSecurity {
                     self.local_port,
                     self.remote_port,
                     &env[..k],
-                ))
+                ));
+                self.written_at = Some(Instant::now());
             }
             Err(e) => self.failure = Some(fail(format!("handshake: {e}"))),
         }
