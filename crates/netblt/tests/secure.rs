@@ -747,8 +747,9 @@ fn an_ik_initiation_unanswered_past_the_half_open_timeout_is_written_anew() {
     assert_eq!(r.security.unwrap().pattern, "IK");
     stop.store(true, Ordering::Relaxed);
     let summary = h.join().unwrap().unwrap();
-    eprintln!("{:?}", summary.junk.flood);
-    // The initiation repeated after the receiver forgot the connection (its
-    // death timer, 3 s here) was refused as a replay; the new one got in.
-    assert!(summary.junk.flood.replayed_initiations >= 1);
+    // Whether the repeat at 3 s came before or after the receiver forgot
+    // the connection (its death timer, 3 s here) is a race: counted as a
+    // replay, or answered and lost. Either way only the rewrite gets in
+    // (without it this fails after the eight OPENs, 27 s).
+    eprintln!("{:?}; {} transfers", summary.junk.flood, summary.transfers);
 }
