@@ -231,13 +231,48 @@ pub(crate) fn append_line(path: &Path, line: &str) -> Result<(), FileError> {
         .append(true)
         .open(path)
         .map_err(|e| FileError::io(path, e))?;
-    writeln!(f, "{line}").map_err(|e| FileError::io(path, e))
+    // One write of the whole line: `writeln!` on a File issues one write per
+    // formatted piece, so two processes or threads pinning at once (parallel
+    // first contacts) could interleave into a line that no longer parses.
+    // An O_APPEND write of a few dozen bytes lands whole.
+    f.write_all(format!("{line}\n").as_bytes())
+        .map_err(|e| FileError::io(path, e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::rng::SeededRandom;
+
+    #[test]
+    fn concurrent_appends_keep_whole_lines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("known_hosts");
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    for i in 0..200 {
+                        let line = format!("host{t}-{i}:9998 netblt:{}", "A".repeat(43) + "=");
+                        append_line(&path, &line).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 1600);
+        let key = format!("netblt:{}=", "A".repeat(43));
+        for l in text.lines() {
+            let parts: Vec<&str> = l.split_whitespace().collect();
+            assert!(
+                parts.len() == 2 && parts[0].starts_with("host") && parts[1] == key,
+                "{l}"
+            );
+        }
+    }
 
     #[test]
     fn search_order() {
