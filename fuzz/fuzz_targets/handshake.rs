@@ -7,7 +7,7 @@
 use libfuzzer_sys::fuzz_target;
 use netblt_crypto::{
     Authorization, Handshake, HandshakeMessage, Identity, InitiatorConfig, OneTimeCode,
-    PacketProtection, PeerAuth, ResponderConfig, SeededRandom, Suite, SuiteOffer,
+    PacketProtection, PeerAuth, ResponderConfig, SeededRandom, Suite, SuiteOffer, Tai64n,
 };
 
 fn id(n: u64) -> Identity {
@@ -45,6 +45,7 @@ fuzz_target!(|data: &[u8]| {
             identity: id(1),
             peer,
             suites: SuiteOffer::for_hardware(true),
+            timestamp: Tai64n::from_unix(1_800_000_000, 0),
         };
         let mut i = Handshake::initiator(icfg, &mut SeededRandom::from_u64(4)).unwrap();
         let mut buf = [0u8; 2048];

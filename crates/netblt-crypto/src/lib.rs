@@ -39,6 +39,9 @@ pub use dos::amplification::AmplificationLimit;
 pub use dos::cookie::{Cookie, CookieError, CookieGenerator};
 pub use dos::limits::{ConnectionLimiter, LimitConfig, LimitError};
 pub use handshake::message::{HandshakeMessage, Kind, MessageError, Pattern};
+pub use handshake::timestamp::{
+    FreshnessConfig, FreshnessError, InitiationFreshness, Tai64n, TIMESTAMP_LEN,
+};
 pub use handshake::{
     Handshake, HandshakeError, InitiatorConfig, PeerAuth, Progress, ResponderConfig,
 };

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use netblt_crypto::handshake::{write_cookie_reply, write_key_mismatch};
 use netblt_crypto::{
     Authorization, Handshake, HandshakeMessage, Identity, InitiatorConfig, OneTimeCode, PeerAuth,
-    ResponderConfig, SeededRandom, SuiteOffer,
+    ResponderConfig, SeededRandom, SuiteOffer, Tai64n,
 };
 
 fn id(n: u64) -> Identity {
@@ -24,6 +24,7 @@ fn conversation(peer: PeerAuth) -> Vec<Vec<u8>> {
         identity: id(1),
         peer,
         suites: SuiteOffer::for_hardware(true),
+        timestamp: Tai64n::from_unix(1_800_000_000, 0),
     };
     let rcfg = ResponderConfig {
         identity: id(2),
@@ -39,7 +40,14 @@ fn conversation(peer: PeerAuth) -> Vec<Vec<u8>> {
     let n = i.write_message(&[0x11; 40], &mut buf).unwrap();
     out.push(buf[..n].to_vec());
     r.read_message(&buf[..n], &mut pl).unwrap();
-    let n = r.write_message(&[0x22; 28], &mut buf).unwrap();
+    // Format 2: only IK's response carries the RESPONSE body; XX sends it sealed after
+    // FINISH (decision K20).
+    let body: &[u8] = if i.pattern() == Some(netblt_crypto::Pattern::Ik) {
+        &[0x22; 28]
+    } else {
+        &[]
+    };
+    let n = r.write_message(body, &mut buf).unwrap();
     out.push(buf[..n].to_vec());
     i.read_message(&buf[..n], &mut pl).unwrap();
     if !i.is_finished() {

@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use netblt::crypto::{KeyDir, SeededRandom};
+use netblt::crypto::{HandshakeMessage, KeyDir, SeededRandom};
 use netblt::{Encryption, Receiver, ReceiverOptions, ReceiverSummary, Security, SendOptions};
-use netblt_wire::{DataRepr, Packet, Repr};
+use netblt_wire::{DataRepr, Packet, PacketType, Repr};
 
 fn data(n: usize, seed: u32) -> Vec<u8> {
     let mut x = seed | 1;
@@ -73,6 +73,23 @@ enum Attack {
     None,
     /// Forged and replayed packets both ways.
     ForgeAndReplay,
+    /// Loses the receiver's first sealed RESPONSE (XX sends it after
+    /// FINISH, decision K20).
+    DropSealedResponse,
+    /// Loses everything the receiver sends for [`BLACKOUT`] after the
+    /// sender's first datagram.
+    Blackout,
+}
+
+const BLACKOUT: Duration = Duration::from_millis(6500);
+
+/// A Version 2 RESPONSE that is not a handshake envelope: the passive
+/// end's engine RESPONSE, sealed.
+fn sealed_response(d: &[u8]) -> bool {
+    d.len() > 12
+        && d[2] == 2
+        && d[3] == PacketType::Response as u8
+        && HandshakeMessage::parse(&d[12..]).is_err()
 }
 
 struct Proxy {
@@ -100,6 +117,8 @@ impl Proxy {
             let mut client: Option<SocketAddr> = None;
             let mut buf = vec![0u8; 70_000];
             let mut n_seen = 0u64;
+            let mut dropped_response = false;
+            let mut first_seen: Option<std::time::Instant> = None;
             while !s2.load(Ordering::Relaxed) {
                 let Ok((n, from)) = sock.recv_from(&mut buf) else {
                     continue;
@@ -114,6 +133,19 @@ impl Proxy {
                     client = Some(from);
                     server
                 };
+                let since = *first_seen.get_or_insert_with(std::time::Instant::now);
+                if attack == Attack::Blackout && from == server && since.elapsed() < BLACKOUT {
+                    continue;
+                }
+                if attack == Attack::DropSealedResponse
+                    && from == server
+                    && !dropped_response
+                    && sealed_response(&d)
+                {
+                    dropped_response = true;
+                    c2.lock().unwrap().push(d);
+                    continue;
+                }
                 let _ = sock.send_to(&d, to);
                 n_seen += 1;
                 if attack == Attack::ForgeAndReplay && n_seen % 7 == 0 && d.len() >= 12 {
@@ -438,4 +470,286 @@ fn an_encrypted_get_first_contact_then_pinned() {
     }
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap().unwrap();
+}
+
+/// `d` with its NETBLT checksum recomputed (after a change to the header or
+/// the envelope, which an attacker can make: neither is encrypted).
+fn rechecksum(mut d: Vec<u8>) -> Vec<u8> {
+    d[0..2].fill(0);
+    let sum = netblt_wire::checksum(&d[2..]);
+    d[0..2].copy_from_slice(&sum.to_be_bytes());
+    d
+}
+
+/// Sends `d` to `to` from a fresh socket on `ip` and returns what comes
+/// back within `wait`.
+fn probe(d: &[u8], ip: [u8; 4], to: SocketAddr, wait: Duration) -> Vec<Vec<u8>> {
+    let s = UdpSocket::bind(SocketAddr::new(ip.into(), 0)).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+    s.send_to(d, to).unwrap();
+    let until = std::time::Instant::now() + wait;
+    let (mut got, mut buf) = (Vec::new(), [0u8; 2000]);
+    while std::time::Instant::now() < until {
+        if let Ok((n, _)) = s.recv_from(&mut buf) {
+            got.push(buf[..n].to_vec());
+        }
+    }
+    got
+}
+
+#[test]
+fn a_replayed_ik_initiation_gets_no_answer_and_is_counted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rh, sh) = (tmp.path().join("r"), tmp.path().join("s"));
+    authorize(&rh, &sh);
+    let out = tempfile::tempdir().unwrap();
+    let (addr, stop, h) = serve(out.path(), encrypted(&rh, false), |_| {});
+    let proxy = Proxy::start(addr, Attack::None);
+    let mut n = 0;
+    let mut send = || {
+        n += 1;
+        let src = tmp.path().join(format!("f{n}.bin"));
+        std::fs::write(&src, data(50_000, n)).unwrap();
+        netblt::send_file(&src, proxy.addr, &send_options(encrypted(&sh, false)))
+    };
+    // First contact pins the receiver; the second transfer is IK.
+    assert_eq!(send().unwrap().security.unwrap().pattern, "XX");
+    assert_eq!(send().unwrap().security.unwrap().pattern, "IK");
+    let init = proxy
+        .captured
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|d| {
+            d.len() > 14 && d[2] == 2 && d[3] == PacketType::Open as u8 && d[13] == 1 && d[14] == 1
+        })
+        .cloned()
+        .expect("an IK initiation");
+
+    // Replayed as captured, from another address and port; then with
+    // another NETBLT port in its clear header. Neither gets any answer.
+    let wait = Duration::from_millis(400);
+    assert_eq!(
+        probe(&init, [127, 0, 0, 3], addr, wait),
+        Vec::<Vec<u8>>::new()
+    );
+    let mut moved = init.clone();
+    let port = u16::from_be_bytes([moved[6], moved[7]]).wrapping_add(1);
+    moved[6..8].copy_from_slice(&port.to_be_bytes());
+    assert_eq!(
+        probe(&rechecksum(moved), [127, 0, 0, 4], addr, wait),
+        Vec::<Vec<u8>>::new()
+    );
+    // The same initiation in the older envelope format (1) gets one line.
+    let mut old = init.clone();
+    old[12] = 1;
+    let got = probe(&rechecksum(old), [127, 0, 0, 5], addr, wait);
+    assert_eq!(got.len(), 1, "{got:?}");
+    let reason = match Packet::parse(&got[0]).unwrap().repr {
+        Repr::Refused { reason } => String::from_utf8_lossy(reason).into_owned(),
+        other => panic!("{other:?}"),
+    };
+    assert!(reason.contains("upgrade netblt on the sender"), "{reason}");
+    // The real sender goes on with newer timestamps.
+    assert_eq!(send().unwrap().security.unwrap().pattern, "IK");
+    proxy.finish();
+    stop.store(true, Ordering::Relaxed);
+    let summary = h.join().unwrap().unwrap();
+    let f = summary.junk.flood;
+    eprintln!("{f:?}; transfers {}", summary.transfers);
+    assert_eq!(f.replayed_initiations, 2, "{f:?}");
+    assert_eq!(f.old_format, 1, "{f:?}");
+    assert_eq!(f.stale_initiations, 0, "{f:?}");
+    assert_eq!((summary.transfers, summary.failed), (3, 0));
+}
+
+#[test]
+fn first_contact_survives_a_lost_sealed_response() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = data(200_000, 17);
+    let src = tmp.path().join("f.bin");
+    std::fs::write(&src, &bytes).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (addr, stop, h) = serve(out.path(), encrypted(&tmp.path().join("r"), true), |_| {});
+    let proxy = Proxy::start(addr, Attack::DropSealedResponse);
+    let r = netblt::send_file(
+        &src,
+        proxy.addr,
+        &send_options(encrypted(&tmp.path().join("s"), false)),
+    )
+    .unwrap();
+    let (captured, _) = proxy.finish();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+    assert!(r.verified);
+    assert_eq!(r.security.unwrap().pattern, "XX");
+    assert_eq!(std::fs::read(out.path().join("f.bin")).unwrap(), bytes);
+    // The lost one and its repetition.
+    assert!(captured.iter().filter(|d| sealed_response(d)).count() >= 2);
+}
+
+#[test]
+fn an_initiation_outside_the_clock_window_gets_one_line_naming_the_difference() {
+    use netblt::crypto::{Handshake, InitiatorConfig, PeerAuth, SuiteOffer, Tai64n};
+    let tmp = tempfile::tempdir().unwrap();
+    let (rh, sh) = (tmp.path().join("r"), tmp.path().join("s"));
+    authorize(&rh, &sh);
+    let (me, _) = KeyDir::at(&sh)
+        .load_or_create_identity(&mut SeededRandom::from_u64(1))
+        .unwrap();
+    let (receiver, _) = KeyDir::at(&rh)
+        .load_or_create_identity(&mut SeededRandom::from_u64(2))
+        .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (addr, stop, h) = serve(out.path(), encrypted(&rh, false), |_| {});
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for (i, (t, says)) in [(now - 3600, "behind"), (now + 3600, "ahead")]
+        .into_iter()
+        .enumerate()
+    {
+        // An IK initiation of an authorized key, its clock an hour off.
+        let mut hs = Handshake::initiator(
+            InitiatorConfig {
+                identity: me.clone(),
+                peer: PeerAuth::Pinned(receiver.public()),
+                suites: SuiteOffer::local(),
+                timestamp: Tai64n::from_unix(t, 0),
+            },
+            &mut SeededRandom::from_u64(3 + i as u64),
+        )
+        .unwrap();
+        let mut env = [0u8; 1200];
+        let k = hs.write_message(&[0; 28], &mut env).unwrap();
+        let mut d = vec![0u8; 12 + k];
+        d[2] = 2;
+        d[3] = PacketType::Open as u8;
+        d[4..6].copy_from_slice(&((12 + k) as u16).to_be_bytes());
+        d[6..8].copy_from_slice(&7000u16.to_be_bytes());
+        d[8..10].copy_from_slice(&addr.port().to_be_bytes());
+        d[12..].copy_from_slice(&env[..k]);
+        let got = probe(
+            &rechecksum(d),
+            [127, 0, 0, 6],
+            addr,
+            Duration::from_millis(400),
+        );
+        assert_eq!(got.len(), 1, "{got:?}");
+        let reason = match Packet::parse(&got[0]).unwrap().repr {
+            Repr::Refused { reason } => String::from_utf8_lossy(reason).into_owned(),
+            other => panic!("{other:?}"),
+        };
+        eprintln!("refused: {reason}");
+        assert!(
+            reason.contains(says) && reason.contains("clocks") && reason.len() < 200,
+            "{reason}"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    let summary = h.join().unwrap().unwrap();
+    let f = summary.junk.flood;
+    assert_eq!(
+        (f.stale_initiations, f.replayed_initiations),
+        (2, 0),
+        "{f:?}"
+    );
+    assert_eq!(summary.transfers, 0);
+}
+
+/// Slow (27 s: the engine's eight OPENs): `cargo test -p netblt --test
+/// secure -- --ignored`. The unit test `silence_names_an_older_receiver...`
+/// covers the message in the default run.
+#[test]
+#[ignore]
+fn a_silent_receiver_gets_a_line_that_names_an_older_version_among_the_causes() {
+    // A socket that reads nothing and answers nothing, as a receiver from
+    // before handshake version 2 does to this sender's initiation.
+    let tmp = tempfile::tempdir().unwrap();
+    let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut o = send_options(encrypted(&tmp.path().join("s"), false));
+    o.death_timer = Duration::from_secs(1);
+    let started = std::time::Instant::now();
+    let e = netblt::bench(silent.local_addr().unwrap(), 1000, &o).unwrap_err();
+    let msg = e.to_string();
+    eprintln!("{msg} ({:.1} s)", started.elapsed().as_secs_f64());
+    assert!(
+        msg.contains("no answer") && msg.contains("handshake version 2") && !msg.contains('\n'),
+        "{msg}"
+    );
+}
+
+#[test]
+fn one_sender_key_opens_several_ik_connections_at_once() {
+    // Their timestamps are taken in one order and may arrive in another:
+    // the receiver keeps the newest 8 per key, so all get in (K19).
+    let tmp = tempfile::tempdir().unwrap();
+    let (rh, sh) = (tmp.path().join("r"), tmp.path().join("s"));
+    authorize(&rh, &sh);
+    let out = tempfile::tempdir().unwrap();
+    let (addr, stop, h) = serve(out.path(), encrypted(&rh, false), |_| {});
+    let file = |i: u32| {
+        let src = tmp.path().join(format!("p{i}.bin"));
+        std::fs::write(&src, data(100_000, 20 + i)).unwrap();
+        src
+    };
+    let first = netblt::send_file(file(0), addr, &send_options(encrypted(&sh, false))).unwrap();
+    assert_eq!(first.security.unwrap().pattern, "XX");
+    let senders: Vec<_> = (1..=6)
+        .map(|i| {
+            let (src, sh) = (file(i), sh.clone());
+            std::thread::spawn(move || {
+                netblt::send_file(&src, addr, &send_options(encrypted(&sh, false)))
+            })
+        })
+        .collect();
+    for s in senders {
+        let r = s.join().unwrap().unwrap();
+        assert!(r.verified);
+        assert_eq!(r.security.unwrap().pattern, "IK");
+    }
+    stop.store(true, Ordering::Relaxed);
+    let summary = h.join().unwrap().unwrap();
+    assert_eq!((summary.transfers, summary.failed), (7, 0));
+    assert_eq!(summary.junk.flood.replayed_initiations, 0);
+}
+
+#[test]
+fn an_ik_initiation_unanswered_past_the_half_open_timeout_is_written_anew() {
+    // The receiver answers, but nothing it sends arrives for 6.5 s: it drops
+    // the connection (death timer 3 s, or half-open after 5 s) and takes
+    // the same initiation repeated for a replay. The sender writes a new
+    // one (fresh ephemeral key and timestamp) after 6 s, which gets through.
+    let tmp = tempfile::tempdir().unwrap();
+    let (rh, sh) = (tmp.path().join("r"), tmp.path().join("s"));
+    authorize(&rh, &sh);
+    let out = tempfile::tempdir().unwrap();
+    let (addr, stop, h) = serve(out.path(), encrypted(&rh, false), |_| {});
+    let send = |n: u32, attack| {
+        let proxy = Proxy::start(addr, attack);
+        let src = tmp.path().join(format!("b{n}.bin"));
+        std::fs::write(&src, data(50_000, 30 + n)).unwrap();
+        let mut o = send_options(encrypted(&sh, false));
+        o.death_timer = Duration::from_secs(20);
+        let r = netblt::send_file(&src, proxy.addr, &o);
+        proxy.finish();
+        r
+    };
+    assert_eq!(
+        send(0, Attack::None).unwrap().security.unwrap().pattern,
+        "XX"
+    );
+    let started = std::time::Instant::now();
+    let r = send(1, Attack::Blackout).unwrap();
+    eprintln!("through after {:.1} s", started.elapsed().as_secs_f64());
+    assert!(r.verified);
+    assert_eq!(r.security.unwrap().pattern, "IK");
+    stop.store(true, Ordering::Relaxed);
+    let summary = h.join().unwrap().unwrap();
+    // Whether the repeat at 3 s came before or after the receiver forgot
+    // the connection (its death timer, 3 s here) is a race: counted as a
+    // replay, or answered and lost. Either way only the rewrite gets in
+    // (without it this fails after the eight OPENs, 27 s).
+    eprintln!("{:?}; {} transfers", summary.junk.flood, summary.transfers);
 }

@@ -20,8 +20,10 @@
 
 use crate::dos::cookie::COOKIE_LEN;
 
-/// The envelope format this crate writes and reads.
-pub const FORMAT: u8 = 1;
+/// The envelope format this crate writes and reads: 2 since the IK initiation carries a
+/// timestamp and the XX response no RESPONSE body (decisions K19, K20). Format 1 is refused
+/// with [`MessageError::Format`], which a passive end answers with a refusal naming it.
+pub const FORMAT: u8 = 2;
 /// Length of the fixed part.
 pub const ENVELOPE_FIXED_LEN: usize = 10;
 /// Length of a SPAKE2 (Ed25519 group) message: a side byte and a point.
@@ -247,26 +249,33 @@ mod tests {
     fn kind_rules() {
         let mut buf = [0u8; 64];
         // A cookie reply without a cookie.
-        buf[..10].copy_from_slice(&[1, 4, 0, 0, 0, 0, 0, 0, 0, 0]);
+        buf[..10].copy_from_slice(&[FORMAT, 4, 0, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(
             HandshakeMessage::parse(&buf[..10]),
             Err(MessageError::Fields)
         );
         // An initiation in code mode without a SPAKE2 message.
-        buf[..11].copy_from_slice(&[1, 1, 3, 1, 0, 0, 0, 0, 0, 1, 0]);
+        buf[..11].copy_from_slice(&[FORMAT, 1, 3, 1, 0, 0, 0, 0, 0, 1, 0]);
         assert_eq!(
             HandshakeMessage::parse(&buf[..11]),
             Err(MessageError::Fields)
         );
         // A response naming a pattern.
-        buf[..11].copy_from_slice(&[1, 2, 1, 0, 0, 0, 0, 0, 0, 1, 0]);
+        buf[..11].copy_from_slice(&[FORMAT, 2, 1, 0, 0, 0, 0, 0, 0, 1, 0]);
         assert_eq!(
             HandshakeMessage::parse(&buf[..11]),
             Err(MessageError::Pattern(1))
         );
         assert_eq!(
-            HandshakeMessage::parse(&[2; 10]),
-            Err(MessageError::Format(2))
+            HandshakeMessage::parse(&[9; 10]),
+            Err(MessageError::Format(9))
+        );
+        // Format 1 (before the IK timestamp) is refused by its number, so a passive end
+        // can tell an older sender what to do.
+        buf[..11].copy_from_slice(&[1, 1, 2, 1, 0, 0, 0, 0, 0, 1, 0]);
+        assert_eq!(
+            HandshakeMessage::parse(&buf[..11]),
+            Err(MessageError::Format(1))
         );
     }
 

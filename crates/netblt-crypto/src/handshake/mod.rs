@@ -17,10 +17,18 @@
 //! the initiator before reading it), so a wrong code fails at the initiator when it reads
 //! the RESPONSE and at the responder when it reads the FINISH: [`HandshakeError::CodeMismatch`].
 //!
-//! The caller (the engine) owns everything else: it puts the NETBLT OPEN/RESPONSE body in
-//! the payloads, checks cookies before creating a responder, pins keys after a first contact.
+//! IK initiations carry the initiator's [`timestamp::Tai64n`] (from
+//! [`InitiatorConfig::timestamp`]) encrypted before the payload; the responder reads it back
+//! with [`Handshake::initiation_timestamp`] and checks it with a
+//! [`timestamp::InitiationFreshness`] before answering (replays are refused unanswered).
+//!
+//! The caller (the driver) owns everything else: it puts the NETBLT OPEN/RESPONSE body in
+//! the payloads (in XX the response's payload stays empty and the RESPONSE travels sealed
+//! after FINISH), checks cookies before creating a responder, pins keys after a first
+//! contact.
 
 pub mod message;
+pub mod timestamp;
 
 use snow::resolvers::{CryptoResolver, DefaultResolver};
 use spake2::{Ed25519Group, Spake2};
@@ -32,12 +40,16 @@ use crate::keys::{Identity, PublicKey, KEY_LEN};
 use crate::protection::{PacketProtection, Suite, SuiteOffer};
 use crate::rng::{RandCoreAdapter, SecureRandom, SeededRandom, SnowRandom};
 use message::{HandshakeMessage, Kind, MessageError, Pattern, MAX_MESSAGE_LEN, MAX_NOISE_LEN};
+use timestamp::{Tai64n, TIMESTAMP_LEN};
 
 /// The largest application payload a handshake message can carry (the NETBLT OPEN or
-/// RESPONSE body): what is left of [`MAX_NOISE_LEN`] after keys, tags and the suite byte.
-pub const MAX_PAYLOAD_LEN: usize = MAX_NOISE_LEN - 32 - (KEY_LEN + 16) - 16 - 1;
+/// RESPONSE body): what is left of [`MAX_NOISE_LEN`] after keys and tags and, in the IK
+/// initiation (the tightest), the timestamp.
+pub const MAX_PAYLOAD_LEN: usize = MAX_NOISE_LEN - 32 - (KEY_LEN + 16) - 16 - TIMESTAMP_LEN;
 
-const PROLOGUE: &[u8] = b"netblt handshake 1";
+/// Names the handshake's version in every transcript (with [`message::FORMAT`] on the
+/// wire): version 2 added the IK timestamp and moved the XX RESPONSE body after FINISH.
+const PROLOGUE: &[u8] = b"netblt handshake 2";
 
 /// How the initiator authenticates the responder.
 #[derive(Clone, Debug)]
@@ -59,6 +71,10 @@ pub struct InitiatorConfig {
     pub peer: PeerAuth,
     /// The AEAD suites we offer.
     pub suites: SuiteOffer,
+    /// IK only: the time of this initiation, carried encrypted in its payload so that the
+    /// responder can refuse a replay ([`timestamp::InitiationFreshness`]). Take it from a
+    /// clock that never repeats a value for one key (see docs/security.md).
+    pub timestamp: Tai64n,
 }
 
 /// The passive end's settings.
@@ -170,6 +186,8 @@ pub struct Handshake {
     offered: SuiteOffer,
     suite: Option<Suite>,
     cookie: Option<Vec<u8>>,
+    /// IK: the initiator's timestamp (written by the initiator, read by the responder).
+    timestamp: Option<Tai64n>,
     rng: SeededRandom,
 }
 
@@ -232,6 +250,7 @@ impl Handshake {
         config: InitiatorConfig,
         rng: &mut dyn SecureRandom,
     ) -> Result<Self, HandshakeError> {
+        let timestamp = Some(config.timestamp);
         let pattern = match config.peer {
             PeerAuth::Pinned(_) => Pattern::Ik,
             PeerAuth::FirstContact => Pattern::Xx,
@@ -251,6 +270,7 @@ impl Handshake {
             offered: config.suites,
             suite: None,
             cookie: None,
+            timestamp,
             rng: SeededRandom::from_rng(rng),
         };
         hs.start_initiator()?;
@@ -331,8 +351,22 @@ impl Handshake {
             offered: SuiteOffer(0),
             suite: None,
             cookie: None,
+            timestamp: None,
             rng: SeededRandom::from_rng(rng),
         }
+    }
+
+    /// Initiator still waiting for the response: starts over with fresh ephemeral keys (and,
+    /// in IK, this timestamp), keeping any cookie; write the initiation again next. For an
+    /// initiation left unanswered so long that the responder may have dropped its state:
+    /// repeated as it was, it would then be refused as a replay (WireGuard likewise sends a
+    /// new initiation every few seconds rather than repeating one).
+    pub fn restart(&mut self, timestamp: Tai64n) -> Result<(), HandshakeError> {
+        if self.role != Role::Initiator || self.stage != Stage::ReadResponse {
+            return Err(HandshakeError::State);
+        }
+        self.timestamp = Some(timestamp);
+        self.start_initiator()
     }
 
     /// Whether both ends have their transport keys.
@@ -351,6 +385,15 @@ impl Handshake {
     /// The pattern in use (the responder knows it once the initiation is read).
     pub fn pattern(&self) -> Option<Pattern> {
         self.pattern
+    }
+
+    /// IK, at the responder once the initiation is read: the initiator's timestamp, to check
+    /// with [`timestamp::InitiationFreshness::check`] before answering.
+    pub fn initiation_timestamp(&self) -> Option<Tai64n> {
+        match (self.role, self.pattern) {
+            (Role::Responder, Some(Pattern::Ik)) => self.timestamp,
+            _ => None,
+        }
     }
 
     /// The negotiated packet AEAD, once known.
@@ -378,6 +421,14 @@ impl Handshake {
         }
         let mut noise_buf = [0u8; MAX_NOISE_LEN];
         let (kind, inner): (Kind, Vec<u8>) = match self.stage {
+            Stage::WriteInitiation if self.pattern == Some(Pattern::Ik) => {
+                // IK: TAI64N ‖ OPEN body, both encrypted to the responder's key.
+                let t = self.timestamp.ok_or(HandshakeError::State)?;
+                let mut p = Vec::with_capacity(TIMESTAMP_LEN + payload.len());
+                p.extend_from_slice(&t.to_bytes());
+                p.extend_from_slice(payload);
+                (Kind::Initiation, p)
+            }
             Stage::WriteInitiation => (Kind::Initiation, payload.to_vec()),
             Stage::WriteResponse => {
                 let suite = self.suite.ok_or(HandshakeError::State)?;
@@ -495,6 +546,7 @@ impl Handshake {
         let n = noise
             .read_message(m.noise, &mut buf)
             .map_err(|_| HandshakeError::Decrypt)?;
+        let mut body = &buf[..n];
         if pattern == Pattern::Ik {
             let key = noise
                 .get_remote_static()
@@ -503,9 +555,17 @@ impl Handshake {
             if !cfg.authorization.allows(&key) {
                 return Err(HandshakeError::Unauthorized(key));
             }
+            // Authenticated, so a bad timestamp is the key holder's doing (or an older
+            // peer's layout): refused like a forgery.
+            let (t, rest) = body
+                .split_at_checked(TIMESTAMP_LEN)
+                .ok_or(HandshakeError::Decrypt)?;
+            self.timestamp = Some(Tai64n::from_bytes(t).ok_or(HandshakeError::Decrypt)?);
+            body = rest;
         }
+        let n = body.len();
         let out = payload_out.get_mut(..n).ok_or(HandshakeError::Buffer)?;
-        out.copy_from_slice(&buf[..n]);
+        out.copy_from_slice(body);
         self.noise = Some(noise);
         self.pattern = Some(pattern);
         self.offered = offered;

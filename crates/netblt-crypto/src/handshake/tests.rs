@@ -13,6 +13,7 @@ fn initiator(me: u64, peer: PeerAuth) -> InitiatorConfig {
         identity: id(me),
         peer,
         suites: SuiteOffer::for_hardware(true),
+        timestamp: timestamp::Tai64n::from_unix(1_800_000_000, me as u32),
     }
 }
 
@@ -458,6 +459,75 @@ fn payload_too_large_is_an_error() {
         i.write_message(OPEN_BODY, &mut buf[..20]),
         Err(HandshakeError::Buffer)
     );
+}
+
+#[test]
+fn ik_initiation_carries_its_timestamp_encrypted() {
+    let t = timestamp::Tai64n::from_unix(1_800_000_123, 456_789);
+    let mut icfg = initiator(1, PeerAuth::Pinned(id(2).public()));
+    icfg.timestamp = t;
+    let mut i = Handshake::initiator(icfg, &mut SeededRandom::from_u64(1)).unwrap();
+    let (mut buf, mut pl) = ([0u8; 1500], [0u8; 1500]);
+    let n = i.write_message(OPEN_BODY, &mut buf).unwrap();
+    assert!(
+        !buf[..n].windows(12).any(|w| w == t.to_bytes()),
+        "in the clear"
+    );
+    assert_eq!(i.initiation_timestamp(), None);
+    let mut r = Handshake::responder(responder(2, &[1]), &mut SeededRandom::from_u64(2));
+    assert_eq!(
+        r.read_message(&buf[..n], &mut pl),
+        Ok(Progress::Payload(OPEN_BODY.len()))
+    );
+    assert_eq!(&pl[..OPEN_BODY.len()], OPEN_BODY);
+    assert_eq!(r.initiation_timestamp(), Some(t));
+    // The largest payload still fits the IK initiation, the tightest message.
+    let mut i = Handshake::initiator(
+        initiator(1, PeerAuth::Pinned(id(2).public())),
+        &mut SeededRandom::from_u64(3),
+    )
+    .unwrap();
+    let mut big = [0u8; 2000];
+    let n = i.write_message(&[1; MAX_PAYLOAD_LEN], &mut big).unwrap();
+    let mut r = Handshake::responder(responder(2, &[1]), &mut SeededRandom::from_u64(4));
+    let mut pl = [0u8; 2000];
+    assert_eq!(
+        r.read_message(&big[..n], &mut pl),
+        Ok(Progress::Payload(MAX_PAYLOAD_LEN))
+    );
+    // XX has none: first contact is protected by its third message instead.
+    let mut i = Handshake::initiator(
+        initiator(1, PeerAuth::FirstContact),
+        &mut SeededRandom::from_u64(5),
+    )
+    .unwrap();
+    let n = i.write_message(OPEN_BODY, &mut buf).unwrap();
+    let mut r = Handshake::responder(responder(2, &[1]), &mut SeededRandom::from_u64(6));
+    let mut pl = [0u8; 1500];
+    assert!(r.read_message(&buf[..n], &mut pl).is_ok());
+    assert_eq!(r.initiation_timestamp(), None);
+}
+
+#[test]
+fn a_restarted_initiation_is_new_and_completes() {
+    let mut icfg = initiator(1, PeerAuth::Pinned(id(2).public()));
+    icfg.timestamp = timestamp::Tai64n::from_unix(1_800_000_000, 1);
+    let mut i = Handshake::initiator(icfg, &mut SeededRandom::from_u64(1)).unwrap();
+    let (mut a, mut b, mut pl) = ([0u8; 1500], [0u8; 1500], [0u8; 1500]);
+    let n = i.write_message(OPEN_BODY, &mut a).unwrap();
+    let later = timestamp::Tai64n::from_unix(1_800_000_007, 0);
+    i.restart(later).unwrap();
+    let m = i.write_message(OPEN_BODY, &mut b).unwrap();
+    assert_ne!(&a[..n], &b[..m], "fresh ephemeral key");
+    let mut r = Handshake::responder(responder(2, &[1]), &mut SeededRandom::from_u64(2));
+    assert!(r.read_message(&b[..m], &mut pl).is_ok());
+    assert_eq!(r.initiation_timestamp(), Some(later));
+    let k = r.write_message(RESPONSE_BODY, &mut a).unwrap();
+    assert!(i.read_message(&a[..k], &mut pl).is_ok());
+    assert!(i.is_finished() && r.is_finished());
+    // Only an initiator waiting for its response restarts.
+    assert_eq!(i.restart(later), Err(HandshakeError::State));
+    assert_eq!(r.restart(later), Err(HandshakeError::State));
 }
 
 proptest! {

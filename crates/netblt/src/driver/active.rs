@@ -281,6 +281,14 @@ pub(crate) fn run_active<A: Application>(
         }
         transfer.fail_locally(e);
     }
+    // Encrypted mode: a silent peer may be a receiver too old to answer.
+    if let (Some(s), Some(Err(netblt_proto::ConnectionError::OpenTimeout { attempts }))) =
+        (sec.as_ref(), conn.result())
+    {
+        if let Some(e) = s.silence(*attempts) {
+            transfer.fail_locally(e);
+        }
+    }
     transfer.drive(now, &mut conn);
     transfer.settle();
     Ok(ActiveOutcome {

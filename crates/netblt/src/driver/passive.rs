@@ -286,11 +286,15 @@ pub(crate) fn run_passive<S: Service>(
                 let Some((to, b)) = sc.next_outgoing() else {
                     break;
                 };
-                let Some(slot) = tx.slot().and_then(|t| t.get_mut(..b.len())) else {
+                let Some(slot) = tx.slot() else {
+                    // Full: keep the reply for the next round.
+                    sc.unpop(to, b);
                     break;
                 };
-                slot.copy_from_slice(&b);
-                tx.commit(to, Gathered::whole(b.len()));
+                if let Some(slot) = slot.get_mut(..b.len()) {
+                    slot.copy_from_slice(&b);
+                    tx.commit(to, Gathered::whole(b.len()));
+                }
             }
             loop {
                 let mut full = true;
@@ -379,6 +383,10 @@ pub(crate) fn run_passive<S: Service>(
             Duration::from_millis(200)
         };
         timeout = Some(timeout.map_or(cap, |t| t.min(cap)));
+        // Handshake replies still queued: no sleep before the next round.
+        if sec.as_ref().is_some_and(PassiveSecurity::has_outgoing) {
+            timeout = Some(Duration::ZERO);
+        }
         if timeout.is_some_and(|t| t.is_zero()) && !want_write {
             continue;
         }

@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 
 use netblt_crypto::handshake::message::MAX_MESSAGE_LEN;
 use netblt_crypto::{
-    Handshake, HandshakeError, HostStatus, InitiatorConfig, KnownHosts, OsRandom, PacketProtection,
-    Pattern, PeerAuth, Progress, SuiteOffer,
+    Handshake, HandshakeError, HandshakeMessage, HostStatus, InitiatorConfig, KnownHosts, OsRandom,
+    PacketProtection, Pattern, PeerAuth, Progress, SuiteOffer,
 };
 
 use super::{
-    handshake_datagram, kind, open_body, plain_open, plain_reason, ports, quit, Rx, OPEN, PLAIN,
-    PROTECTED, RESPONSE,
+    handshake_datagram, initiation_timestamp, kind, open_body, plain_open, plain_reason, ports,
+    quit, Rx, OPEN, PLAIN, PROTECTED, RESPONSE,
 };
 use crate::error::{AppError, Kind};
 use crate::security::{Keys, SecurityReport};
@@ -22,6 +22,12 @@ use crate::security::{Keys, SecurityReport};
 /// of docs/security.md: until a packet of the passive end opens).
 const FINISH_RTO: Duration = Duration::from_millis(200);
 const FINISH_TRIES: u32 = 8;
+
+/// An initiation unanswered this long is written anew (fresh ephemeral key
+/// and timestamp) rather than repeated: by then the passive end dropped any
+/// half-open state for it (after 5 s) and would refuse the same bytes as a
+/// replay (K19).
+const REWRITE_AFTER: Duration = Duration::from_secs(6);
 
 pub(crate) fn pattern_name(p: Option<Pattern>) -> &'static str {
     match p {
@@ -45,6 +51,8 @@ pub(crate) struct ActiveSecurity {
     local_port: u16,
     remote_port: u16,
     initiation: Option<Vec<u8>>,
+    /// When `initiation` was written.
+    written_at: Option<Instant>,
     finish: Option<Vec<u8>>,
     finish_at: Option<Instant>,
     finish_tries: u32,
@@ -54,6 +62,8 @@ pub(crate) struct ActiveSecurity {
     outbox: VecDeque<Vec<u8>>,
     failure: Option<AppError>,
     report: SecurityReport,
+    /// Anything at all came from the peer.
+    heard: bool,
 }
 
 fn fail(msg: impl Into<String>) -> AppError {
@@ -78,6 +88,7 @@ impl ActiveSecurity {
                 identity: keys.identity.clone(),
                 peer: auth,
                 suites: SuiteOffer::local(),
+                timestamp: initiation_timestamp(),
             },
             &mut OsRandom,
         )
@@ -97,6 +108,7 @@ impl ActiveSecurity {
             local_port: 0,
             remote_port: 0,
             initiation: None,
+            written_at: None,
             finish: None,
             finish_at: None,
             finish_tries: 0,
@@ -104,6 +116,7 @@ impl ActiveSecurity {
             outbox: VecDeque::new(),
             failure: None,
             report,
+            heard: false,
         })
     }
 
@@ -124,6 +137,19 @@ impl ActiveSecurity {
     /// The handshake failed or the peer refused: end the transfer with this.
     pub(crate) fn take_failure(&mut self) -> Option<AppError> {
         self.failure.take()
+    }
+
+    /// The engine gave up opening after `attempts` OPENs: if nothing at all
+    /// came back, say what the silence may mean, an older receiver among
+    /// the rest (decision K21: a receiver before handshake version 2 drops
+    /// this sender's initiation without a word).
+    pub(crate) fn silence(&self, attempts: u32) -> Option<AppError> {
+        (!self.heard).then(|| {
+            fail(format!(
+                "no answer from {} after {attempts} encrypted OPEN packets (host down, port filtered, or a receiver older than netblt handshake version 2, which ignores newer senders)",
+                self.peer
+            ))
+        })
     }
 
     /// Handshake datagrams to send before the engine's.
@@ -160,7 +186,14 @@ impl ActiveSecurity {
         let (_, ty) = kind(&buf[..n])?;
         if let Some(p) = &mut self.prot {
             if ty == OPEN {
-                return None;
+                // Our engine repeats its OPEN: it still waits for the
+                // RESPONSE. IK had it in the handshake; XX gets it sealed
+                // after FINISH (K20), so FINISH goes again, and the passive
+                // end has its engine repeat the RESPONSE.
+                let f = self.finish.as_ref()?;
+                let out = buf.get_mut(..f.len())?;
+                out.copy_from_slice(f);
+                return Some(f.len());
             }
             buf[2] = PROTECTED;
             return p.seal_in_place(buf, n).ok();
@@ -173,6 +206,15 @@ impl ActiveSecurity {
             self.body = open_body(&buf[..n]).to_vec();
             (self.local_port, self.remote_port) = ports(buf);
             self.write_initiation();
+        } else if self
+            .written_at
+            .is_some_and(|t| t.elapsed() >= REWRITE_AFTER)
+        {
+            if let Some(hs) = self.hs.as_mut() {
+                if hs.restart(initiation_timestamp()).is_ok() {
+                    self.write_initiation();
+                }
+            }
         }
         let init = self.initiation.as_ref()?;
         let out = buf.get_mut(..init.len())?;
@@ -190,7 +232,8 @@ impl ActiveSecurity {
                     self.local_port,
                     self.remote_port,
                     &env[..k],
-                ))
+                ));
+                self.written_at = Some(Instant::now());
             }
             Err(e) => self.failure = Some(fail(format!("handshake: {e}"))),
         }
@@ -202,8 +245,18 @@ impl ActiveSecurity {
             self.report.dropped += 1;
             return Rx::Drop;
         };
+        self.heard = true;
         match (version, ty) {
-            (PROTECTED, t) if t != OPEN && t != RESPONSE => {
+            (PROTECTED, RESPONSE) if self.hs.is_some() => self.read_response(d),
+            (PROTECTED, RESPONSE)
+                if HandshakeMessage::parse(&d[netblt_wire::HEADER_LEN..]).is_ok() =>
+            {
+                // A late copy of the handshake's response (our initiation
+                // was repeated), not a sealed RESPONSE: nothing to open.
+                self.report.dropped += 1;
+                Rx::Drop
+            }
+            (PROTECTED, t) if t != OPEN => {
                 let Some(p) = &mut self.prot else {
                     self.report.dropped += 1;
                     return Rx::Drop;
@@ -219,7 +272,6 @@ impl ActiveSecurity {
                     Err(_) => Rx::Drop,
                 }
             }
-            (PROTECTED, RESPONSE) if self.hs.is_some() => self.read_response(d),
             (PLAIN, _) if !self.peer_proven => {
                 match plain_reason(d) {
                     Some(reason) if self.failure.is_none() => {
@@ -251,7 +303,12 @@ impl ActiveSecurity {
         let mut payload = vec![0u8; MAX_MESSAGE_LEN];
         match hs.read_message(&d[netblt_wire::HEADER_LEN..], &mut payload) {
             Ok(Progress::Payload(k)) => {
-                if hs.is_my_turn() {
+                // XX and code mode (format 2, K20): the response carries no
+                // RESPONSE body; the passive end's engine writes its
+                // RESPONSE after FINISH, sealed, and it reaches our engine
+                // like any other packet.
+                let deferred = hs.is_my_turn();
+                if deferred {
                     let mut env = vec![0u8; MAX_MESSAGE_LEN];
                     match hs.write_message(&[], &mut env) {
                         Ok(m) => {
@@ -303,6 +360,9 @@ impl ActiveSecurity {
                         }
                     }
                 }
+                if deferred {
+                    return Rx::Drop;
+                }
                 let (lp, fp) = ports(d);
                 Rx::Owned(plain_open(RESPONSE, lp, fp, &payload[..k]))
             }
@@ -351,5 +411,32 @@ impl ActiveSecurity {
                 Rx::Drop
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::security::Encryption;
+
+    #[test]
+    fn silence_names_an_older_receiver_only_when_nothing_came_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let enc = Encryption {
+            key_dir: Some(tmp.path().to_path_buf()),
+            ..Encryption::default()
+        };
+        let keys = Keys::load(&enc).unwrap();
+        let mut a = ActiveSecurity::new(&keys, "127.0.0.1:9".parse().unwrap()).unwrap();
+        let msg = a.silence(8).unwrap().to_string();
+        assert!(
+            msg.contains("after 8 encrypted OPEN packets") && msg.contains("handshake version 2"),
+            "{msg}"
+        );
+        // Any datagram from the peer (here a junk plain header) is an answer.
+        let mut junk = [0u8; 12];
+        junk[2] = PLAIN;
+        let _ = a.incoming(&mut junk);
+        assert!(a.silence(8).is_none());
     }
 }

@@ -20,7 +20,14 @@
 //!   third message (FINISH) is Type OPEN.
 //! * Any other Version 2 packet is `header ‖ encrypted body ‖ counter ‖
 //!   tag`: the plain packet's header with Version 2 (its Length and checksum
-//!   those of the plain packet), authenticated as associated data.
+//!   those of the plain packet), authenticated as associated data. In XX
+//!   and code mode this includes the engine's RESPONSE, which the passive
+//!   end writes only once FINISH has authorized the peer (decision K20), so
+//!   a Version 2 RESPONSE is a handshake message while the active end's
+//!   handshake runs and a sealed packet afterwards.
+//! * The IK initiation carries the active end's timestamp (TAI64N) before
+//!   the OPEN body, encrypted; the passive end refuses, without answering,
+//!   one that is not newer than those it accepted from that key (K19).
 //! * Refusals before a session exists (unknown key, wrong mode, a peer in
 //!   the other mode) are plain Version 1 REFUSED packets, so an RFC 998 or
 //!   `--insecure` peer can print them. An end in encrypted mode believes a
@@ -29,6 +36,10 @@
 pub(crate) mod active;
 pub(crate) mod passive;
 
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use netblt_crypto::Tai64n;
 use netblt_wire::{checksum, Packet, PacketType, Repr, HEADER_LEN};
 
 /// Version byte of protected packets (K13).
@@ -38,6 +49,26 @@ pub(crate) const PLAIN: u8 = netblt_wire::VERSION;
 
 pub(crate) const OPEN: u8 = PacketType::Open as u8;
 pub(crate) const RESPONSE: u8 = PacketType::Response as u8;
+
+/// The timestamp of a new IK initiation (K19): the wall clock, but always
+/// above every one this process handed out before, so that two connections
+/// opened at once, or after the clock stepped back, still carry distinct,
+/// increasing timestamps (the passive end refuses a repeated one).
+pub(crate) fn initiation_timestamp() -> Tai64n {
+    static LAST: Mutex<Option<Tai64n>> = Mutex::new(None);
+    let now = Tai64n::from_system_time(SystemTime::now());
+    // A poisoned lock only means another thread panicked holding it; the
+    // value inside is still a valid timestamp.
+    let mut last = LAST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let t = match *last {
+        Some(l) if now <= l => l.next(),
+        _ => now,
+    };
+    *last = Some(t);
+    t
+}
 
 /// What to do with a received datagram.
 #[derive(Debug)]
@@ -173,5 +204,24 @@ mod tests {
         let h = handshake_datagram(OPEN, 1, 2, &[9; 30]);
         assert_eq!(kind(&h), Some((PROTECTED, OPEN)));
         assert_eq!(h.len(), 42);
+    }
+
+    #[test]
+    fn initiation_timestamps_increase_even_when_taken_at_once() {
+        let ts: Vec<Tai64n> = (0..1000).map(|_| initiation_timestamp()).collect();
+        assert!(ts.windows(2).all(|w| w[0] < w[1]));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| (0..500).map(|_| initiation_timestamp()).collect::<Vec<_>>())
+            })
+            .collect();
+        let mut all: Vec<Tai64n> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        let n = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n, "a timestamp was handed out twice");
     }
 }

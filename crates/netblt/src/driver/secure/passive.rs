@@ -14,17 +14,26 @@
 //!    received from it ([`AmplificationLimit`], RFC 9000 §8.1).
 //! 4. Half-open handshakes (no FINISH, no packet) are dropped after
 //!    [`HALF_OPEN_TIMEOUT`], and their connections aborted.
+//! 5. An IK initiation whose timestamp is not newer than those already
+//!    accepted from its key is a replay: dropped and counted, never
+//!    answered, no state (decision K19, [`InitiationFreshness`]).
+//! 6. XX and code mode: the engine gets the OPEN only when FINISH has
+//!    authenticated and authorized the peer (K20). Until then the passive
+//!    end answers with a handshake response that carries no RESPONSE body,
+//!    so a spoofed first message costs a slot and a Diffie-Hellman, never a
+//!    connection of the receiver's service (threads, files).
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use netblt_crypto::handshake::message::MAX_MESSAGE_LEN;
+use netblt_crypto::handshake::message::{MessageError, FORMAT, MAX_MESSAGE_LEN};
 use netblt_crypto::handshake::{write_cookie_reply, write_key_mismatch};
 use netblt_crypto::{
-    AmplificationLimit, Authorization, ConnectionLimiter, CookieGenerator, Handshake,
-    HandshakeError, HandshakeMessage, Kind as MsgKind, OsRandom, PacketProtection, Pattern,
-    Progress, ResponderConfig, SuiteOffer,
+    AmplificationLimit, Authorization, ConnectionLimiter, CookieGenerator, FreshnessConfig,
+    FreshnessError, Handshake, HandshakeError, HandshakeMessage, InitiationFreshness,
+    Kind as MsgKind, OsRandom, PacketProtection, Pattern, Progress, ResponderConfig, SuiteOffer,
+    Tai64n,
 };
 
 use super::active::pattern_name;
@@ -54,6 +63,9 @@ enum State {
 struct Peer {
     state: State,
     initiation: Vec<u8>,
+    /// The handshake response we sent (IK: made of the engine's RESPONSE;
+    /// XX: written at once, without one), repeated for a repeated
+    /// initiation.
     response: Option<Vec<u8>>,
     amp: AmplificationLimit,
     since: Instant,
@@ -61,14 +73,19 @@ struct Peer {
     proven: bool,
     holds_slot: bool,
     code_mode: bool,
-    /// The engine's packets written before FINISH arrived (XX: its first
-    /// GO), sealed and sent once it does, so that the transfer does not
-    /// wait for a control retransmission. At most [`HELD_MAX`].
-    held: Vec<Vec<u8>>,
+    /// XX and code mode (K20): the OPEN body, handed to the engine when
+    /// FINISH arrives, and again if FINISH is repeated (our sealed RESPONSE
+    /// was lost, RFC 998 §5.1 has the engine repeat it).
+    deferred: Option<Vec<u8>>,
+    /// The FINISH that completed the handshake.
+    finish: Option<Vec<u8>>,
+    /// The engine has a connection for this peer (abort it on expiry).
+    engine: bool,
 }
 
-/// Packets held per peer until FINISH.
-const HELD_MAX: usize = 8;
+/// Stateless replies (cookies, refusals) queued at most: a few sendmmsg
+/// batches. A flood's extra replies are dropped; the initiator retries.
+const STATELESS_MAX: usize = 256;
 
 /// DoS and flood counters of a receiver.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -92,6 +109,17 @@ pub struct FloodCounts {
     /// Most peers holding handshake or session state at once (bounded by
     /// the cookie threshold under a spoofed flood).
     pub peak_peers: u64,
+    /// IK initiations refused as replays (a timestamp not newer than one
+    /// already accepted from that key): no answer, no state (K19).
+    pub replayed_initiations: u64,
+    /// IK initiations refused because their timestamp is outside the clock
+    /// window (±300 s): answered with a refusal naming the difference.
+    pub stale_initiations: u64,
+    /// Initiations in an older handshake format, refused in one line.
+    pub old_format: u64,
+    /// Stateless replies (cookies, refusals) not sent because 256 were
+    /// already waiting (a flood outpacing the socket).
+    pub replies_dropped: u64,
 }
 
 /// See the module docs.
@@ -103,8 +131,16 @@ pub(crate) struct PassiveSecurity {
     peers: HashMap<PeerKey, Peer>,
     limiter: ConnectionLimiter,
     cookies: CookieGenerator,
+    fresh: InitiationFreshness,
     epoch: Instant,
+    /// Replies to peers with state (handshake responses, their refusals):
+    /// sent first. Bounded by the peers and their 3x budgets.
     outbox: VecDeque<(SocketAddr, Vec<u8>)>,
+    /// Replies to datagrams that left no state (cookies, refusals of
+    /// stateless initiations): at most [`STATELESS_MAX`], newer ones
+    /// dropped, so a flood queues no more than that however long it lasts,
+    /// and a legitimate peer's reply never waits behind a flood's backlog.
+    stateless: VecDeque<(SocketAddr, Vec<u8>)>,
     aborts: Vec<(SocketAddr, String)>,
     fatal: Option<AppError>,
     last_log: Option<Instant>,
@@ -137,8 +173,10 @@ impl PassiveSecurity {
             peers: HashMap::new(),
             limiter: ConnectionLimiter::new(enc.limits),
             cookies: CookieGenerator::new(secs(epoch, epoch), &mut OsRandom),
+            fresh: InitiationFreshness::new(FreshnessConfig::default()),
             epoch,
             outbox: VecDeque::new(),
+            stateless: VecDeque::new(),
             aborts: Vec::new(),
             fatal: None,
             last_log: None,
@@ -149,9 +187,23 @@ impl PassiveSecurity {
     }
 
     /// Replies of the handshake layer (cookie, stored RESPONSE, refusals),
-    /// already within the amplification limit.
+    /// already within the amplification limit: those to peers with state
+    /// first.
     pub(crate) fn next_outgoing(&mut self) -> Option<(SocketAddr, Vec<u8>)> {
-        self.outbox.pop_front()
+        self.outbox
+            .pop_front()
+            .or_else(|| self.stateless.pop_front())
+    }
+
+    /// A reply taken by [`next_outgoing`](Self::next_outgoing) that found
+    /// no room to go out: first in line next time.
+    pub(crate) fn unpop(&mut self, to: SocketAddr, bytes: Vec<u8>) {
+        self.outbox.push_front((to, bytes));
+    }
+
+    /// Whether replies are waiting (the caller should not sleep).
+    pub(crate) fn has_outgoing(&self) -> bool {
+        !self.outbox.is_empty() || !self.stateless.is_empty()
     }
 
     /// Connections to abort (peer address, reason): a failed FINISH, an
@@ -190,15 +242,21 @@ impl PassiveSecurity {
 
     /// Queues a reply to `to` if it fits the 3x rule (`budget` when the
     /// peer has no state: 3x the datagram that caused it).
-    fn reply(&mut self, to: SocketAddr, bytes: Vec<u8>, budget: usize) {
+    /// Returns whether it was queued.
+    fn reply(&mut self, to: SocketAddr, bytes: Vec<u8>, budget: usize) -> bool {
         if bytes.is_empty() {
-            return;
+            return false;
         }
         if bytes.len() > budget {
             self.flood.amplification_blocked += 1;
-            return;
+            return false;
         }
-        self.outbox.push_back((to, bytes));
+        if self.stateless.len() >= STATELESS_MAX {
+            self.flood.replies_dropped += 1;
+            return false;
+        }
+        self.stateless.push_back((to, bytes));
+        true
     }
 
     fn release(&mut self, key: PeerKey) {
@@ -246,8 +304,10 @@ impl PassiveSecurity {
                 if self.peers.get(&k).is_some_and(|p| p.code_mode) {
                     self.burn_code("no sender completed the one-time-code handshake in time");
                 }
-                self.aborts
-                    .push((k.0, "handshake not completed in time".to_string()));
+                if self.peers.get(&k).is_some_and(|p| p.engine) {
+                    self.aborts
+                        .push((k.0, "handshake not completed in time".to_string()));
+                }
             }
             self.release(k);
             self.peers.remove(&k);
@@ -290,8 +350,10 @@ impl PassiveSecurity {
                 });
                 if code_fail && plain_reason(d).is_some() {
                     self.burn_code("the sender's code did not match");
-                    self.aborts
-                        .push((from, "the one-time code does not match".into()));
+                    if self.peers.get(&key).is_some_and(|p| p.engine) {
+                        self.aborts
+                            .push((from, "the one-time code does not match".into()));
+                    }
                     self.release(key);
                     if let Some(p) = self.peers.get_mut(&key) {
                         p.state = State::Refused;
@@ -338,9 +400,23 @@ impl PassiveSecurity {
     fn handshake(&mut self, now: Instant, key: PeerKey, d: &[u8]) -> Rx {
         let from = key.0;
         let env = &d[netblt_wire::HEADER_LEN..];
-        let Ok(msg) = HandshakeMessage::parse(env) else {
-            self.report.dropped += 1;
-            return Rx::Drop;
+        let msg = match HandshakeMessage::parse(env) {
+            Ok(m) => m,
+            Err(MessageError::Format(f)) if (1..FORMAT).contains(&f) && env.get(1) == Some(&1) => {
+                // An initiation from an older netblt: one line it can print
+                // (a plain REFUSED, within 3x like every reply).
+                self.flood.old_format += 1;
+                let (lp, fp) = ports(d);
+                let why = format!(
+                    "this receiver speaks netblt handshake format {FORMAT}, the sender format {f}: upgrade netblt on the sender"
+                );
+                self.reply(from, refused(fp, lp, &why), 3 * d.len());
+                return Rx::Drop;
+            }
+            Err(_) => {
+                self.report.dropped += 1;
+                return Rx::Drop;
+            }
         };
         match msg.kind {
             MsgKind::Initiation => {}
@@ -380,8 +456,9 @@ impl PassiveSecurity {
                     if let Some(n) = write_cookie_reply(&cookie, &mut env) {
                         let (lp, fp) = ports(d);
                         let r = handshake_datagram(RESPONSE, fp, lp, &env[..n]);
-                        self.flood.cookies_sent += 1;
-                        self.reply(from, r, 3 * d.len());
+                        if self.reply(from, r, 3 * d.len()) {
+                            self.flood.cookies_sent += 1;
+                        }
                     }
                     return Rx::Drop;
                 }
@@ -410,6 +487,13 @@ impl PassiveSecurity {
         let (lp, fp) = ports(d);
         match hs.read_message(env, &mut payload) {
             Ok(Progress::Payload(k)) => {
+                if let Err(e) = self.check_fresh(now, &hs) {
+                    self.limiter.release(from.ip());
+                    if let Some(why) = e {
+                        self.reply(from, refused(fp, lp, &why), 3 * d.len());
+                    }
+                    return Rx::Drop;
+                }
                 let mut amp = AmplificationLimit::new();
                 amp.on_received(d.len());
                 if validated {
@@ -417,22 +501,57 @@ impl PassiveSecurity {
                 }
                 let code_mode = hs.pattern() == Some(Pattern::XxCode);
                 self.report.pattern = pattern_name(hs.pattern()).into();
+                let body = payload[..k].to_vec();
+                // IK: the engine answers (its RESPONSE body goes in our
+                // response). XX: we answer now, without the engine (K20).
+                let (response, deferred) = if hs.pattern() == Some(Pattern::Ik) {
+                    (None, None)
+                } else {
+                    let mut env = vec![0u8; MAX_MESSAGE_LEN];
+                    match hs.write_message(&[], &mut env) {
+                        Ok(n) => (
+                            Some(handshake_datagram(RESPONSE, fp, lp, &env[..n])),
+                            Some(body.clone()),
+                        ),
+                        Err(e) => {
+                            tracing::debug!(error = %e, "writing the response");
+                            self.limiter.release(from.ip());
+                            self.flood.handshakes_failed += 1;
+                            return Rx::Drop;
+                        }
+                    }
+                };
+                if let Some(r) = &response {
+                    if amp.try_send(r.len()) {
+                        self.outbox.push_back((from, r.clone()));
+                        note_amplification(&mut self.flood, &amp);
+                    } else {
+                        self.flood.amplification_blocked += 1;
+                    }
+                }
+                let engine = deferred.is_none();
                 self.peers.insert(
                     key,
                     Peer {
                         state: State::Pending(Box::new(hs)),
                         initiation: d.to_vec(),
-                        response: None,
+                        response,
                         amp,
                         since: now,
                         proven: false,
                         holds_slot: true,
                         code_mode,
-                        held: Vec::new(),
+                        deferred,
+                        finish: None,
+                        engine,
                     },
                 );
                 self.flood.peak_peers = self.flood.peak_peers.max(self.peers.len() as u64);
-                Rx::Owned(plain_open(OPEN, lp, fp, &payload[..k]))
+                if engine {
+                    Rx::Owned(plain_open(OPEN, lp, fp, &body))
+                } else {
+                    Rx::Drop
+                }
             }
             Ok(Progress::RetryWithCookie) => {
                 self.limiter.release(from.ip());
@@ -490,10 +609,20 @@ impl PassiveSecurity {
 
     fn finish(&mut self, now: Instant, key: PeerKey, d: &[u8]) -> Rx {
         let from = key.0;
+        let (lp, fp) = ports(d);
         let Some(p) = self.peers.get_mut(&key) else {
             self.report.dropped += 1;
             return Rx::Drop;
         };
+        if let (State::Established(_), Some(body)) = (&p.state, &p.deferred) {
+            if p.finish.as_deref() == Some(d) {
+                // The peer repeats FINISH: its engine still waits for our
+                // sealed RESPONSE, which was lost. The engine repeats it for
+                // a repeated OPEN (RFC 998 §5.1: "the passive NETBLT sends
+                // another RESPONSE"); a duplicate is ignored there.
+                return Rx::Owned(plain_open(OPEN, lp, fp, body));
+            }
+        }
         let State::Pending(hs) = &mut p.state else {
             // A FINISH after the handshake (rule 4): ignored.
             self.report.dropped += 1;
@@ -507,25 +636,27 @@ impl PassiveSecurity {
                 };
                 let peer = hs.peer_static();
                 match hs.into_transport() {
-                    Ok(mut pr) => {
+                    Ok(pr) => {
                         self.report.suite = pr.suite().name().into();
                         self.report.peer = peer.map(|k| k.fingerprint());
-                        for mut h in std::mem::take(&mut p.held) {
-                            let n = h.len();
-                            h.resize(n + netblt_crypto::OVERHEAD, 0);
-                            h[2] = PROTECTED;
-                            if let Ok(m) = pr.seal_in_place(&mut h, n) {
-                                h.truncate(m);
-                                self.outbox.push_back((from, h));
-                            }
-                        }
                         p.state = State::Established(Box::new(pr));
-                        // FINISH proves the peer read our RESPONSE.
+                        // FINISH proves the peer read our response.
                         p.amp.validate();
+                        p.finish = Some(d.to_vec());
+                        // Authorized: now the engine (and the service) see
+                        // the OPEN, with the usual time to prove the keys.
+                        p.since = now;
+                        p.engine = true;
+                        match &p.deferred {
+                            Some(body) => Rx::Owned(plain_open(OPEN, lp, fp, body)),
+                            None => Rx::Drop,
+                        }
                     }
-                    Err(_) => self.aborts.push((from, "handshake failed".into())),
+                    Err(_) => {
+                        self.release(key);
+                        Rx::Drop
+                    }
                 }
-                Rx::Drop
             }
             Ok(_) | Err(HandshakeError::Unexpected | HandshakeError::Malformed(_)) => {
                 self.report.dropped += 1;
@@ -556,8 +687,63 @@ impl PassiveSecurity {
                     self.burn_code("the sender's code did not match");
                 }
                 self.release(key);
-                self.aborts.push((from, reason));
+                // No connection exists yet (K20): the refusal goes plain,
+                // from here, within the peer's 3x budget.
+                let r = refused(fp, lp, &reason);
+                if let Some(p) = self.peers.get_mut(&key) {
+                    if p.engine {
+                        self.aborts.push((from, reason));
+                    } else if p.amp.try_send(r.len()) {
+                        self.outbox.push_back((from, r));
+                    } else {
+                        self.flood.amplification_blocked += 1;
+                    }
+                }
                 Rx::Drop
+            }
+        }
+    }
+
+    /// Rule 5 (K19): an IK initiation must carry a timestamp newer than
+    /// those already accepted from its key, and within the clock window.
+    /// `Err(None)`: a replay, answer nothing; `Err(Some(reason))`: refuse
+    /// with this line (the clocks disagree).
+    fn check_fresh(&mut self, now: Instant, hs: &Handshake) -> Result<(), Option<String>> {
+        if hs.pattern() != Some(Pattern::Ik) {
+            // XX: FINISH proves the initiator is live (it needs our fresh
+            // ephemeral key), so a replayed first message never gets further
+            // than our response.
+            return Ok(());
+        }
+        let (Some(key), Some(t)) = (hs.peer_static(), hs.initiation_timestamp()) else {
+            self.flood.handshakes_failed += 1;
+            return Err(None);
+        };
+        let wall = Tai64n::from_system_time(SystemTime::now());
+        match self.fresh.check(&key, t, wall) {
+            Ok(()) => Ok(()),
+            Err(FreshnessError::Replayed) => {
+                self.flood.replayed_initiations += 1;
+                tracing::debug!(key = %key.fingerprint(), "replayed IK initiation dropped");
+                Err(None)
+            }
+            Err(e) => {
+                self.flood.stale_initiations += 1;
+                let cfg = self.fresh.config();
+                let (diff, side, allowed) = match e {
+                    FreshnessError::TooNew(d) => (d.as_secs(), "ahead of", cfg.max_ahead_secs),
+                    FreshnessError::TooOld(_) | FreshnessError::Replayed => {
+                        (d_secs(e), "behind", cfg.max_age_secs)
+                    }
+                };
+                let line = format!(
+                    "refused an initiation of key {}: the sender's clock is {diff} s {side} this host's (at most {allowed} s allowed)",
+                    key.fingerprint()
+                );
+                self.log_refusal(now, &line);
+                Err(Some(format!(
+                    "the sender's clock is {diff} s {side} the receiver's: the clocks of both hosts must agree within {allowed} s"
+                )))
             }
         }
     }
@@ -598,7 +784,7 @@ impl PassiveSecurity {
                 p.response = Some(r);
                 l
             }
-            State::Established(_) | State::Pending(_) if ty == RESPONSE => {
+            State::Established(_) | State::Pending(_) if ty == RESPONSE && p.deferred.is_none() => {
                 let r = p.response.clone()?;
                 buf.get_mut(..r.len())?.copy_from_slice(&r);
                 r.len()
@@ -607,14 +793,9 @@ impl PassiveSecurity {
                 buf[2] = PROTECTED;
                 pr.seal_in_place(buf, n).ok()?
             }
-            // No keys yet: only the RESPONSE may leave (rule 3); the rest
-            // waits for FINISH.
-            State::Pending(_) => {
-                if p.held.len() < HELD_MAX {
-                    p.held.push(buf[..n].to_vec());
-                }
-                return None;
-            }
+            // No keys yet (cannot happen: the engine sees an XX peer only
+            // after FINISH, an IK peer has keys once its RESPONSE is out).
+            State::Pending(_) => return None,
             State::Refused => {
                 // The engine's REFUSED/QUIT/ABORT go plain; nothing else.
                 plain_reason(&buf[..n])?;
@@ -625,10 +806,7 @@ impl PassiveSecurity {
             self.flood.amplification_blocked += 1;
             return None;
         }
-        if !p.amp.is_validated() && p.amp.received() > 0 {
-            let r = p.amp.sent() * 1000 / p.amp.received();
-            self.flood.max_amplification_milli = self.flood.max_amplification_milli.max(r);
-        }
+        note_amplification(&mut self.flood, &p.amp);
         Some(len)
     }
 
@@ -642,5 +820,21 @@ impl PassiveSecurity {
                 p.state = State::Refused;
             }
         }
+    }
+}
+
+/// Seconds of a clock difference (none for a replay).
+fn d_secs(e: FreshnessError) -> u64 {
+    match e {
+        FreshnessError::TooOld(d) | FreshnessError::TooNew(d) => d.as_secs(),
+        FreshnessError::Replayed => 0,
+    }
+}
+
+/// Records the ratio of bytes sent to bytes received of an unvalidated peer.
+fn note_amplification(flood: &mut FloodCounts, amp: &AmplificationLimit) {
+    if !amp.is_validated() && amp.received() > 0 {
+        let r = amp.sent() * 1000 / amp.received();
+        flood.max_amplification_milli = flood.max_amplification_milli.max(r);
     }
 }
