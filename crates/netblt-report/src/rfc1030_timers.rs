@@ -37,7 +37,8 @@ pub const CHOICES: [Choice; 3] = [
 ];
 
 impl Choice {
-    fn policy(self, row: &PaperRow) -> DataTimerPolicy {
+    /// The receiver's policy for `row` (the variance in its burst intervals).
+    pub fn policy(self, row: &PaperRow) -> DataTimerPolicy {
         match self {
             Choice::Adaptive => DataTimerPolicy::Adaptive,
             Choice::Rfc998 { variance_intervals } => DataTimerPolicy::Rfc998 {
@@ -46,12 +47,13 @@ impl Choice {
         }
     }
 
-    fn label(self) -> String {
+    /// A label for tables.
+    pub fn label(self) -> String {
         match self {
-            Choice::Adaptive => "adaptive (engine default)".into(),
+            Choice::Adaptive => "adaptive (engine default; the tables above)".into(),
             Choice::Rfc998 {
                 variance_intervals: 0,
-            } => "RFC 998, no variance (the tables above)".into(),
+            } => "RFC 998, no variance".into(),
             Choice::Rfc998 { variance_intervals } => {
                 format!("RFC 998, variance {variance_intervals} burst interval(s)")
             }
