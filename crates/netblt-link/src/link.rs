@@ -197,6 +197,10 @@ impl Link {
 
         // RFC 791 fragmentation at the link's entrance: each piece uses the
         // transmitter and meets loss, bit errors and delay spikes on its own.
+        // A whole datagram keeps its own branch so that its random draws
+        // stay in the order they always had: every seeded run without
+        // fragmentation (the simulator's reproductions, the emulator's
+        // profiles) is unchanged bit for bit.
         let fragments = self
             .cfg
             .fragmentation
