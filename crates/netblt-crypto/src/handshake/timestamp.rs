@@ -275,7 +275,7 @@ impl InitiationFreshness {
             return Err(FreshnessError::Replayed);
         }
         if self.keys.len() >= self.cfg.max_keys {
-            self.make_room(too_old);
+            self.make_room(too_old, now);
         }
         let mut recent = [Tai64n::default(); RECENT_MAX];
         recent[0] = t;
@@ -293,7 +293,7 @@ impl InitiationFreshness {
     /// Forgets keys until one more fits: first every key whose newest timestamp fell out
     /// of the window, else the key accepted least recently. Each forgotten key's newest
     /// timestamp raises the global floor.
-    fn make_room(&mut self, too_old: Tai64n) {
+    fn make_room(&mut self, too_old: Tai64n, now: Tai64n) {
         let before = self.keys.len();
         let mut floor = self.floor;
         self.keys.retain(|_, e| {
@@ -314,7 +314,13 @@ impl InitiationFreshness {
             .min_by_key(|&(_, n)| n)
         {
             self.keys.remove(&k);
-            self.floor = self.floor.max(newest);
+            // Never above our own clock: a flood of throwaway keys dated up
+            // to the window ahead would otherwise lift the floor into the
+            // future and silently refuse every new key's fresh initiation
+            // until our clock caught up. What this leaves open is a replay
+            // of an evicted key's initiation dated ahead of our clock, and
+            // only after 4096 keys pushed it out.
+            self.floor = self.floor.max(newest.min(now));
         }
     }
 }
@@ -433,6 +439,21 @@ mod tests {
         assert_eq!(f.check(&k, at(700, 0), now), Ok(()));
         assert_eq!(f.check(&k, at(1300, 0), now), Ok(()));
         assert!(!f.is_empty() && f.len() == 1);
+    }
+
+    /// Keys dated ahead of our clock (within the window) that fill the
+    /// table do not lock out a new key's initiation dated now.
+    #[test]
+    fn a_flood_of_future_keys_does_not_lock_out_new_ones() {
+        let mut f = InitiationFreshness::new(FreshnessConfig {
+            max_keys: 16,
+            ..FreshnessConfig::default()
+        });
+        let now = at(1000, 0);
+        for i in 0..64u64 {
+            assert_eq!(f.check(&key(i), at(1299, i as u32), now), Ok(()));
+        }
+        assert_eq!(f.check(&key(10_000), at(1000, 1), now), Ok(()));
     }
 
     #[test]

@@ -266,7 +266,7 @@ impl PartFile {
         let io = |e: std::io::Error| AppError::io(&shown, &e);
         if let Some(mode) = self.mode {
             use std::os::unix::fs::PermissionsExt;
-            let p = std::fs::Permissions::from_mode(mode & 0o7777);
+            let p = std::fs::Permissions::from_mode(stored_mode(mode));
             self.file.set_permissions(p).map_err(io)?;
         }
         if let Some((_, mtime)) = self.ident {
@@ -370,6 +370,16 @@ fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
         }
         _ => Err(e),
     }
+}
+
+/// The permission bits a receiver gives a file or directory from the
+/// peer's `mode`: read, write and execute for owner, group and others, as
+/// `rsync -p` without root's extras. Set-user-ID, set-group-ID and sticky
+/// bits are dropped: a peer must not be able to plant a set-user-ID
+/// program in a receiver that runs as root (decision F-modes in
+/// docs/decisions.md).
+pub(crate) fn stored_mode(mode: u32) -> u32 {
+    mode & 0o777
 }
 
 #[cfg(test)]

@@ -383,8 +383,11 @@ pub(crate) fn run_passive<S: Service>(
             Duration::from_millis(200)
         };
         timeout = Some(timeout.map_or(cap, |t| t.min(cap)));
-        // Handshake replies still queued: no sleep before the next round.
-        if sec.as_ref().is_some_and(PassiveSecurity::has_outgoing) {
+        // Handshake replies still queued: no sleep before the next round,
+        // unless the socket is full (they can go only once it is writable,
+        // and the wait below is for exactly that; not sleeping then would
+        // spin under a flood).
+        if !want_write && sec.as_ref().is_some_and(PassiveSecurity::has_outgoing) {
             timeout = Some(Duration::ZERO);
         }
         if timeout.is_some_and(|t| t.is_zero()) && !want_write {

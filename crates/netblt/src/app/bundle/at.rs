@@ -162,7 +162,9 @@ impl Dir {
         let f = std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(self.0.as_raw_fd()) });
         f.set_times(std::fs::FileTimes::new().set_modified(mtime))?;
         use std::os::unix::fs::PermissionsExt;
-        f.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))
+        f.set_permissions(std::fs::Permissions::from_mode(
+            crate::app::partial::stored_mode(mode),
+        ))
     }
 
     /// Flushes the whole file system this directory is on (`syncfs`): one

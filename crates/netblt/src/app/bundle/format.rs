@@ -409,20 +409,23 @@ impl Parser {
         Ok(())
     }
 
-    /// An extended header's data are complete.
+    /// An extended header's data are complete. Long names (up to
+    /// `MAX_EXT`) are kept only one byte past the longest name accepted:
+    /// enough to be refused as too long, and no more in memory or in the
+    /// failure list for a hostile stream of megabyte names.
     fn end_ext(&mut self, kind: u8) -> Result<(), FormatError> {
         let data = std::mem::take(&mut self.ext);
         match kind {
             b'L' => {
                 // GNU long name: the name, NUL-terminated.
                 let end = data.iter().position(|&b| b == 0).unwrap_or(data.len());
-                self.over.path = Some(data[..end].to_vec());
+                self.over.path = Some(capped_name(&data[..end]));
             }
             b'x' => {
                 for rec in tar::PaxExtensions::new(&data) {
                     let rec = rec.map_err(|_| malformed("bad pax record"))?;
                     match rec.key_bytes() {
-                        b"path" => self.over.path = Some(rec.value_bytes().to_vec()),
+                        b"path" => self.over.path = Some(capped_name(rec.value_bytes())),
                         b"mtime" => {
                             self.over.mtime = rec.value().ok().and_then(Mtime::parse_pax);
                         }
@@ -577,9 +580,23 @@ fn checksum(block: &[u8; BLOCK]) -> u32 {
         .sum()
 }
 
+/// `name`, cut one byte past the longest accepted name (it is then refused
+/// as too long, per entry, by the name check).
+fn capped_name(name: &[u8]) -> Vec<u8> {
+    name[..name.len().min(crate::app::meta::MAX_NAME + 1)].to_vec()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A megabyte name is kept only one byte past the longest accepted.
+    #[test]
+    fn long_names_are_capped() {
+        let max = crate::app::meta::MAX_NAME;
+        assert_eq!(capped_name(&vec![b'a'; 1 << 20]).len(), max + 1);
+        assert_eq!(capped_name(b"short"), b"short".to_vec());
+    }
 
     #[derive(Default)]
     struct Collect {

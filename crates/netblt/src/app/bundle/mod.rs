@@ -42,6 +42,9 @@ use serde::Serialize;
 
 pub use walk::Bundle;
 
+/// Longest name a [`FileFailure`] keeps, in bytes.
+const SHOWN_NAME: usize = 256;
+
 /// An entry that could not be sent or stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
@@ -54,9 +57,21 @@ pub struct FileFailure {
 }
 
 impl FileFailure {
+    /// The name is shortened to [`SHOWN_NAME`] bytes (a hostile stream may
+    /// name entries with kilobytes each, and up to a thousand failures are
+    /// kept and printed).
     pub(crate) fn new(name: impl Into<String>, reason: impl Into<String>) -> FileFailure {
+        let mut name = name.into();
+        if name.len() > SHOWN_NAME {
+            let mut cut = SHOWN_NAME;
+            while !name.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            name.truncate(cut);
+            name.push('…');
+        }
         FileFailure {
-            name: name.into(),
+            name,
             reason: reason.into(),
         }
     }
@@ -169,6 +184,20 @@ pub(crate) fn components(name: &[u8]) -> Result<Vec<&[u8]>, &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A hostile stream's kilobyte names are cut in the failure list, on a
+    /// character boundary.
+    #[test]
+    fn failure_names_are_cut() {
+        let f = FileFailure::new("é".repeat(5_000), "too long");
+        assert!(
+            f.name.len() <= SHOWN_NAME + '…'.len_utf8(),
+            "{}",
+            f.name.len()
+        );
+        assert!(f.name.ends_with('…'));
+        assert_eq!(FileFailure::new("a/b", "x").name, "a/b");
+    }
 
     #[test]
     fn names_that_escape_are_refused() {

@@ -396,7 +396,9 @@ impl Visitor for Unpacker {
         let t = system_time(c.meta.mtime).unwrap_or(UNIX_EPOCH);
         let r = c
             .file
-            .set_permissions(std::fs::Permissions::from_mode(c.meta.mode & 0o7777))
+            .set_permissions(std::fs::Permissions::from_mode(
+                crate::app::partial::stored_mode(c.meta.mode),
+            ))
             .and_then(|()| c.file.set_times(std::fs::FileTimes::new().set_modified(t)));
         drop(c.file);
         if let Err(e) = r {
@@ -435,6 +437,28 @@ mod tests {
         write_header(&m, out);
         out.extend_from_slice(data);
         out.resize(out.len() + padding(data.len() as u64), 0);
+    }
+
+    /// Set-user-ID, set-group-ID and sticky bits from the peer are not
+    /// stored (the receiver may run as root).
+    #[test]
+    fn special_mode_bits_are_dropped() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Vec::new();
+        entry(&mut s, b"d", EntryKind::Dir, b"", 0o1777);
+        entry(&mut s, b"d/suid", EntryKind::File, b"x", 0o6755);
+        s.extend_from_slice(&END);
+        let mut u = Unpacker::new(t.path(), false).unwrap();
+        u.push(&s).unwrap();
+        u.commit().unwrap();
+        let mode = |p: &str| {
+            std::fs::metadata(t.path().join(p))
+                .unwrap()
+                .permissions()
+                .mode()
+        };
+        assert_eq!(mode("d/suid") & 0o7777, 0o755);
+        assert_eq!(mode("d") & 0o7777, 0o777);
     }
 
     #[test]

@@ -615,7 +615,11 @@ impl PassiveSecurity {
             return Rx::Drop;
         };
         if let (State::Established(_), Some(body)) = (&p.state, &p.deferred) {
-            if p.finish.as_deref() == Some(d) {
+            // Once a sealed packet from the peer opened, it has our
+            // RESPONSE: a FINISH repeated after that is a replay (anyone on
+            // the path can resend one), and answering it would make us send
+            // on a stranger's say-so.
+            if p.finish.as_deref() == Some(d) && !p.proven {
                 // The peer repeats FINISH: its engine still waits for our
                 // sealed RESPONSE, which was lost. The engine repeats it for
                 // a repeated OPEN (RFC 998 §5.1: "the passive NETBLT sends
