@@ -376,7 +376,7 @@ fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
 /// peer's `mode`: read, write and execute for owner, group and others, as
 /// `rsync -p` without root's extras. Set-user-ID, set-group-ID and sticky
 /// bits are dropped: a peer must not be able to plant a set-user-ID
-/// program in a receiver that runs as root (decision F-modes in
+/// program in a receiver that runs as root (decision M9 in
 /// docs/decisions.md).
 pub(crate) fn stored_mode(mode: u32) -> u32 {
     mode & 0o777
