@@ -71,6 +71,29 @@ def startup(emu, rate_bps, loss):
     return None if t90 is None else float(t90 - t0 + 1)
 
 
+def after_startup_bps(emu, rate_bps, loss, app_bits):
+    """The application's goodput over the seconds after start-up (from the
+    first second at >= 90 % of C(1-p) to the last whole second): its bytes
+    over the whole run, shared out by the bytes the bottleneck delivered in
+    each second. The issue's goodput target is a steady-state figure (its
+    start-up and completion targets judge the ramp), and a 20-round-trip
+    run at 600 ms spends a quarter of itself in the handshake and start-up,
+    whatever the controller."""
+    per = ((emu or {}).get("forward") or {}).get("per_second_bytes") or []
+    full = rate_bps / 8 * (1 - loss)
+    t0 = next((i for i, b in enumerate(per) if b >= 0.1 * full), None)
+    if t0 is None or not app_bits:
+        return None
+    t90 = next((i for i, b in enumerate(per) if i >= t0 and b >= 0.9 * full), None)
+    # The last second is partial (the transfer or iperf3 ends in it).
+    last = len(per) - 2
+    if t90 is None or last - t90 + 1 < 2:
+        return None
+    total = sum(per[t0:])
+    window = sum(per[t90:last + 1])
+    return app_bits * window / total / (last - t90 + 1) if total else None
+
+
 def row(d, kv):
     r = dict(kv)
     for k in ("rtt_ms", "loss_pct", "rate_bps", "rep", "queue_bytes", "size", "duration_s", "seed"):
@@ -109,6 +132,8 @@ def row(d, kv):
                 r["error"] = s["error"]
             r["goodput_bps"] = s.get("real_throughput_bps")
             r["steady_bps"] = s.get("steady_throughput_bps")
+            if r["goodput_bps"] and s.get("wall_time_s"):
+                r["after_bps"] = after_startup_bps(emu, rate, p, r["goodput_bps"] * s["wall_time_s"])
             lost = s.get("lost") or 0
             r["rxm_over_lost"] = (s.get("retransmitted") or 0) / lost if lost else None
     else:
@@ -122,6 +147,8 @@ def row(d, kv):
             end = c.get("end", {})
             rx = end.get("sum_received", {})
             r["goodput_bps"] = rx.get("bits_per_second")
+            if r["goodput_bps"] and rx.get("seconds"):
+                r["after_bps"] = after_startup_bps(emu, rate, p, r["goodput_bps"] * rx["seconds"])
             r["retransmitted"] = end.get("sum_sent", {}).get("retransmits")
             r["cc_used"] = end.get("sender_tcp_congestion")
             st = (end.get("streams") or [{}])[0].get("sender", {})
@@ -135,6 +162,8 @@ def row(d, kv):
     r["rxm_over_drops"] = rx / drops if emu and drops and rx is not None else None
     g = r.get("goodput_bps")
     r["norm"] = g / (rate * (1 - p) * r["eff"]) if g and r.get("eff") else None
+    a = r.get("after_bps")
+    r["after_norm"] = a / (rate * (1 - p) * r["eff"]) if a and r.get("eff") else None
     if r.get("startup_s") is not None:
         r["startup_rtts"] = r["startup_s"] / (rtt / 1e3)
     if r.get("kind") == "netblt" and r.get("wall_time_s") and r.get("bound_s"):
@@ -173,7 +202,7 @@ def summary(rows_path, meta_path, out_path, rows=None, meta=None):
         if r["contender"] not in contenders:
             contenders.append(r["contender"])
     cells = sorted({(r["rtt_ms"], r["loss_pct"]) for r in grid})
-    keys = ("goodput_bps", "norm", "steady_bps", "datagrams_sent", "lost", "retransmitted",
+    keys = ("goodput_bps", "norm", "after_bps", "after_norm", "steady_bps", "datagrams_sent", "lost", "retransmitted",
             "rxm_over_lost", "rxm_over_drops", "link_drops", "queue_drops", "queue_drop_frac", "offered_pkts", "qdelay_p95_ms",
             "ping_min_ms", "startup_s", "startup_rtts", "wall_time_s")
     agg = []
@@ -206,6 +235,15 @@ def summary(rows_path, meta_path, out_path, rows=None, meta=None):
             line += " %-19s" % ("%s (%s)%s" % (f(n, "%.2f"), f(g and g / 1e6, "%.1f"), bad))
         print(line)
     print()
+    print("The same after start-up (from the first second at >= 90 % of C(1-p) to the last whole second)")
+    print(head)
+    for rtt, loss in cells:
+        line = "%-6s %-6s" % (rtt, loss)
+        for c in contenders:
+            n, g = get(rtt, loss, c, "after_norm"), get(rtt, loss, c, "after_bps")
+            line += " %-19s" % ("%s (%s)" % (f(n, "%.2f"), f(g and g / 1e6, "%.1f")))
+        print(line)
+    print()
     print("Per contender: bottleneck queue drops / packets offered, p95 RTT - base (ping, ms),")
     print("NETBLT datagrams sent / lost (asked again) / retransmitted (TCP: iperf3's retransmits),")
     print("retransmitted / packets the path dropped (queue + random), start-up to 90 % (s, 1 s resolution)")
@@ -223,6 +261,8 @@ def summary(rows_path, meta_path, out_path, rows=None, meta=None):
         for rtt, loss in cells:
             n = get(rtt, loss, "adaptive", "norm")
             bbr = get(rtt, loss, "bbr", "norm")
+            na = get(rtt, loss, "adaptive", "after_norm")
+            bbra = get(rtt, loss, "bbr", "after_norm")
             qd = get(rtt, loss, "adaptive", "qdelay_p95_ms")
             fr = get(rtt, loss, "adaptive", "queue_drop_frac")
             rl = get(rtt, loss, "adaptive", "rxm_over_drops")
@@ -230,6 +270,8 @@ def summary(rows_path, meta_path, out_path, rows=None, meta=None):
             c = {"rtt_ms": rtt, "loss_pct": loss,
                  "goodput_ge_0.95": None if n is None else n >= 0.95,
                  "ge_bbr": None if n is None or bbr is None else n >= bbr,
+                 "after_ge_0.95": None if na is None else na >= 0.95,
+                 "after_ge_bbr": None if na is None or bbra is None else na >= bbra,
                  "queue_drops_le_1pct": None if fr is None else fr <= 0.01,
                  "qdelay_ok": None if qd is None else qd <= max(5.0, 0.1 * rtt),
                  "rxm_over_drops_le_1.05": None if rl is None else rl <= 1.05,
@@ -239,10 +281,10 @@ def summary(rows_path, meta_path, out_path, rows=None, meta=None):
         print()
         print("Targets of issue 9 for 'adaptive' (yes/no; - = not measured)")
         names = [k for k in checks[0] if k not in ("rtt_ms", "loss_pct")] if checks else []
-        print("%-6s %-6s " % ("RTT", "loss%") + " ".join("%-10s" % k[:10] for k in names))
+        print("%-6s %-6s " % ("RTT", "loss%") + " ".join("%-13s" % k[:13] for k in names))
         for c in checks:
             print("%-6s %-6s " % (c["rtt_ms"], c["loss_pct"]) + " ".join(
-                "%-10s" % ("-" if c[k] is None else ("yes" if c[k] else "NO")) for k in names))
+                "%-13s" % ("-" if c[k] is None else ("yes" if c[k] else "NO")) for k in names))
     if comp:
         print()
         print("Completion: %s at RTT %s ms, loss %s %%, bound 1.1 x (size/(C(1-p)) + 1.5 RTT)" % (

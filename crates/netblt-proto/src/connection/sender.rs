@@ -134,6 +134,8 @@ struct FeedbackIntake {
     applied_bps: f64,
     /// Packets per pacing group at that rate (0 until a rate is applied).
     group: u16,
+    /// The delivery rate over the last few FEEDBACKs.
+    recent: rate::recent::RecentDelivery,
 }
 
 impl Sender {
@@ -281,6 +283,7 @@ impl Sender {
             echoed_sent_at: None,
             delivery_bps: None,
             transmit_bps: None,
+            recent: None,
             app_limited: false,
             arrived: u64::from(d_pkts),
             lost: u64::from(d_lost),
@@ -307,6 +310,12 @@ impl Sender {
                 sample.transmit_bps = Some((bytes + lost) as f64 * 8.0 / interval);
             }
             self.fb.first_sent_at = r.at;
+            let span = self.fb.last_rtt.unwrap_or(Duration::ZERO) / 8;
+            let lost = self.fb.lost_total * u64::from(self.params.packet_size);
+            sample.recent = self
+                .fb
+                .recent
+                .on_feedback(now, self.fb.delivered, lost, r.at, span);
         }
         self.fb.delivered_at = now;
         if let Some(rc) = &mut self.rate {

@@ -28,6 +28,7 @@
 mod filter;
 pub mod fixed;
 pub mod model;
+pub mod recent;
 
 use core::fmt;
 
@@ -123,6 +124,10 @@ pub struct RateSample {
     /// counted as if delivered: what went through the path, noise losses
     /// included.
     pub transmit_bps: Option<f64>,
+    /// The same two rates over only the last few FEEDBACKs (about an eighth
+    /// of a round trip): they follow a rate that changes within a round,
+    /// which the one-round-trip sample averages away (see [`recent`]).
+    pub recent: Option<recent::RecentSample>,
     /// The sample was taken while the sender had nothing to send for part of
     /// the interval, so it may understate the path.
     pub app_limited: bool,

@@ -634,7 +634,24 @@ impl RateController for Model {
         }
         self.r_arrived += s.arrived;
         self.r_lost += s.lost;
-        if let Some(d) = s.delivery_bps.filter(|d| d.is_finite() && *d > 0.0) {
+        // DRAIN follows a STARTUP round whose rate grew within the round:
+        // the short-span sample sees the bottleneck's rate while the queue
+        // STARTUP built empties, where the one-round sample still averages
+        // the ramp (decision R6). Not in STARTUP itself: pacing at 2.885x a
+        // sample that follows the rate within the round compounds (243 Mb/s
+        // into a 100 Mb/s path, 3,500 packets lost at 300 ms). Nor later:
+        // the steadier one-round sample rules there. The first round is the
+        // other exception: its packets were all sent before any FEEDBACK,
+        // so no one-round sample exists until a round later (0.8 s of 28
+        // Mb/s pacing at 600 ms); the short span gives the first estimate.
+        let usable = |d: &f64| d.is_finite() && *d > 0.0;
+        let one = s.delivery_bps.filter(usable);
+        let recent = s
+            .recent
+            .filter(|r| usable(&r.delivery_bps))
+            .filter(|_| self.phase == Phase::Drain || self.bw.get().is_none());
+        if one.is_some() || recent.is_some() {
+            let d = one.or(recent.map(|r| r.delivery_bps)).unwrap_or(0.0);
             self.r_max_delivery = self.r_max_delivery.max(d);
             // Packets lost to noise used the bottleneck too: count them, so
             // that the rate fills the link rather than the link less its
@@ -646,10 +663,14 @@ impl RateController for Model {
                 (Some(r), Some(m)) => r <= m + self.queue_threshold(),
                 _ => false,
             };
-            let adj = match s.transmit_bps {
+            let pick = |d: f64, t: Option<f64>| match t {
                 Some(t) if queue_low && t.is_finite() => t,
                 _ => d,
             };
+            let mut adj = one.map_or(0.0, |d| pick(d, s.transmit_bps));
+            if let Some(r) = recent {
+                adj = adj.max(pick(r.delivery_bps, Some(r.transmit_bps)));
+            }
             if !s.app_limited || self.bw.get().is_none_or(|b| adj > b) {
                 self.bw.update(self.round, adj);
             }
@@ -751,6 +772,7 @@ mod tests {
             echoed_sent_at: Some(Instant::from_micros(now_us.saturating_sub(rtt_us))),
             delivery_bps: Some(rate),
             transmit_bps: Some(rate),
+            recent: None,
             app_limited: false,
             arrived: 8,
             lost: 0,
@@ -810,6 +832,69 @@ mod tests {
         let (ws, wl) = (small.fast_w.unwrap(), large.fast_w.unwrap());
         assert!(wl > ws, "group 32: {wl}, group 1: {ws}");
         assert!(wl > 0.5 * 1e6 * 0.3 + 16.0 * 16_000.0, "{wl}");
+    }
+
+    fn fair() -> Model {
+        let config = RateConfig {
+            policy: Policy::Fair,
+            ..RateConfig::default()
+        };
+        Model::new(&config, 10e9, false, 1)
+    }
+
+    fn with_recent(mut s: RateSample, recent: f64) -> RateSample {
+        s.recent = Some(crate::rate::recent::RecentSample {
+            delivery_bps: recent,
+            transmit_bps: recent,
+        });
+        s
+    }
+
+    /// R6: when STARTUP ends on a grown round trip, the one-round delivery
+    /// sample still averages the ramp (61 of 96 Mb/s at 600 ms); DRAIN
+    /// takes the short-span rate, which saw the busy bottleneck.
+    #[test]
+    fn drain_takes_the_short_span_rate() {
+        let mut m = fair();
+        let rtt = 600_000;
+        // Three rounds of start-up at a lagging 40 Mb/s, no queue.
+        let mut t = 0;
+        for _ in 0..3 * 60 {
+            t += 10_000;
+            m.on_sample(&with_recent(sample(t, rtt, 40e6), 60e6));
+        }
+        assert_eq!(m.phase, Phase::Startup, "{m:?}");
+        // The queue grows by 20 ms: HyStart ends STARTUP, with 8 MB in
+        // flight (more than a 96 Mb/s x 600 ms pipe, so DRAIN lasts).
+        t += 10_000;
+        let mut s = with_recent(sample(t, rtt + 20_000, 61e6), 96e6);
+        s.inflight_bytes = 8_000_000;
+        m.on_sample(&s);
+        assert_eq!(m.phase, Phase::Drain);
+        // STARTUP ignored the short span (it compounds with its gain).
+        assert!(m.bottleneck() < 62e6, "{}", m.bottleneck());
+        s.now = s.now + Duration::from_millis(10);
+        s.delivery_bps = Some(62e6);
+        s.transmit_bps = Some(62e6);
+        m.on_sample(&s);
+        assert!(m.bottleneck() > 95e6, "{}", m.bottleneck());
+    }
+
+    /// R6: the first round's packets all left before any FEEDBACK, so no
+    /// one-round sample exists; the short span gives the first estimate.
+    #[test]
+    fn the_first_estimate_comes_from_the_short_span() {
+        let mut m = fair();
+        let mut s = with_recent(sample(600_000, 600_000, 1.0), 20e6);
+        s.delivery_bps = None;
+        s.transmit_bps = None;
+        m.on_sample(&s);
+        assert!((m.bottleneck() - 20e6).abs() < 1.0, "{}", m.bottleneck());
+        // Later short spans in STARTUP do not move it.
+        let mut s = with_recent(sample(610_000, 600_000, 1.0), 80e6);
+        s.delivery_bps = None;
+        m.on_sample(&s);
+        assert!((m.bottleneck() - 20e6).abs() < 1.0, "{}", m.bottleneck());
     }
 
     /// Loopback gives round trips of zero: every phase must stay finite.
