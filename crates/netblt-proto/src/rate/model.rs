@@ -873,7 +873,7 @@ mod tests {
         assert_eq!(m.phase, Phase::Drain);
         // STARTUP ignored the short span (it compounds with its gain).
         assert!(m.bottleneck() < 62e6, "{}", m.bottleneck());
-        s.now = s.now + Duration::from_millis(10);
+        s.now += Duration::from_millis(10);
         s.delivery_bps = Some(62e6);
         s.transmit_bps = Some(62e6);
         m.on_sample(&s);
