@@ -246,3 +246,31 @@ fn gathered_datagrams_equal_whole_ones() {
         assert_eq!(whole.now, gathered.now);
     }
 }
+
+/// A receiver that closed after its last OK was acknowledged leaves the
+/// sender dallying; an ICMP "port unreachable" then means the same as its
+/// (lost) DONE: the transfer succeeded. Earlier it means a lost peer.
+#[test]
+fn port_unreachable_ends_the_dally_but_not_the_transfer() {
+    let mut p = Pair::write(
+        config(1000, 10_000, 4),
+        config(1000, 10_000, 4),
+        pattern(100_000, 9),
+        9,
+    );
+    let mut checked_open = false;
+    while p.a.state() != netblt_proto::State::Dallying {
+        assert!(!p.drive(p.steps + 1), "closed without dallying");
+        if p.a.state() == netblt_proto::State::Open && !checked_open {
+            // Mid-transfer: not the peer's normal exit; nothing changes.
+            assert!(!p.a.peer_unreachable(p.now));
+            assert_eq!(p.a.state(), netblt_proto::State::Open);
+            checked_open = true;
+        }
+        assert!(p.steps < 1_000_000);
+    }
+    assert!(checked_open);
+    assert!(p.a.peer_unreachable(p.now));
+    assert!(p.a.is_closed());
+    assert_eq!(p.a.result(), Some(&Ok(())));
+}

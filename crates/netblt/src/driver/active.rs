@@ -150,7 +150,7 @@ pub(crate) fn run_active<A: Application>(
                     }
                 }
                 Err(e) => {
-                    net_error = net_failure(&e, peer, conn.state() == State::Opening, patient);
+                    net_error = net_failure(&e, peer, &mut conn, clock.now(), patient);
                     break;
                 }
             }
@@ -225,7 +225,7 @@ pub(crate) fn run_active<A: Application>(
                         break;
                     }
                     Err(e) => {
-                        net_error = net_failure(&e, peer, conn.state() == State::Opening, patient);
+                        net_error = net_failure(&e, peer, &mut conn, clock.now(), patient);
                         break;
                     }
                 }
@@ -233,9 +233,7 @@ pub(crate) fn run_active<A: Application>(
         } else {
             match tx.flush(s, &|p| conn.payload(p)) {
                 Ok(done) => want_write = !done,
-                Err(e) => {
-                    net_error = net_failure(&e, peer, conn.state() == State::Opening, patient)
-                }
+                Err(e) => net_error = net_failure(&e, peer, &mut conn, clock.now(), patient),
             }
         }
         if let Some(e) = sec_error.take() {
@@ -267,7 +265,7 @@ pub(crate) fn run_active<A: Application>(
         meter.woke(clock.now(), &conn);
         if ready.error && !ready.readable {
             if let Some(e) = sock.take_error() {
-                net_error = net_failure(&e, peer, conn.state() == State::Opening, patient);
+                net_error = net_failure(&e, peer, &mut conn, clock.now(), patient);
                 if net_error.is_some() {
                     break;
                 }
@@ -303,15 +301,24 @@ pub(crate) fn run_active<A: Application>(
 }
 
 /// A socket error as the transfer's failure, or `None` for a refused port
-/// while a `patient` end opens (the OPEN timer keeps trying).
+/// while a `patient` end opens (the OPEN timer keeps trying), or once the
+/// transfer has succeeded (a receiver that closed after its last OK was
+/// acknowledged: see `Connection::peer_unreachable`).
 fn net_failure(
     e: &std::io::Error,
     peer: SocketAddr,
-    opening: bool,
+    conn: &mut Connection,
+    now: netblt_proto::Instant,
     patient: bool,
 ) -> Option<AppError> {
-    if patient && opening && e.raw_os_error() == Some(libc::ECONNREFUSED) {
-        return None;
+    let opening = conn.state() == State::Opening;
+    if e.raw_os_error() == Some(libc::ECONNREFUSED) {
+        if patient && opening {
+            return None;
+        }
+        if !opening && (conn.peer_unreachable(now) || matches!(conn.result(), Some(Ok(())))) {
+            return None;
+        }
     }
     Some(network_error(e, peer, opening))
 }
