@@ -136,6 +136,9 @@ pub struct Model {
     fast_grow: u32,
     fast_cut: u32,
     fast_q_before: Option<Duration>,
+    /// The bottleneck estimate in the last FAST round that found only our
+    /// own share queued (R7).
+    calm_bps: f64,
     /// FAST's first round after entering CRUISE is not judged: its round
     /// trips straddle the drain before it.
     fast_settle: bool,
@@ -204,6 +207,7 @@ impl Model {
             fast_grow: 0,
             fast_cut: 0,
             fast_q_before: None,
+            calm_bps: 0.0,
             fast_settle: false,
             probe_rtt_until: Instant::ZERO,
             probe_rtt_min: None,
@@ -490,6 +494,16 @@ impl Model {
                 if !shrank {
                     self.foreign_rounds = FOREIGN_ROUNDS;
                     self.fast_w = None;
+                    // The cuts of those rounds (FAST's, and the congestion
+                    // cuts of the competitor's start-up losses) went to a
+                    // flow that does not yield: start the competition from
+                    // at least an even share of what we had before it came
+                    // (R7). From the cut-down rate BBR-style probing never
+                    // caught up: 0.13-0.37 of BBR v1's rate (emulator).
+                    let even = 0.5 * self.calm_bps;
+                    if even > self.bottleneck() {
+                        self.bw.reset(self.round, even);
+                    }
                     self.enter_cruise();
                     return;
                 }
@@ -497,6 +511,9 @@ impl Model {
             }
         } else {
             self.fast_cut = 0;
+            // A round with only our own share queued: the rate we had with
+            // nobody else filling the queue.
+            self.calm_bps = self.bottleneck();
         }
         // min/max, not clamp: clamp panics if the bounds cross or are NaN.
         let new = new.min(2.0 * w).max(4.0 * pkt);
@@ -583,7 +600,9 @@ impl Model {
                     };
                     if !shrank || self.probe_rounds >= 8 {
                         if !shrank {
-                            self.foreign_rounds = 16;
+                            // Never shortens a competition already under way (it
+                            // cut a 64-round one to 16 beside BBR v1: R7).
+                            self.foreign_rounds = self.foreign_rounds.max(16);
                         }
                         self.queue_before_drain = None;
                         self.enter_cruise();
