@@ -37,6 +37,8 @@ pub(crate) struct ActiveOptions {
     pub(crate) client: Vec<u8>,
     /// Encrypted mode (issue 11): see `driver::secure`.
     pub(crate) security: crate::security::Security,
+    /// Sizes to choose from the path once the socket is connected (G3).
+    pub(crate) auto_size: crate::AutoSize,
 }
 
 /// What the loop leaves behind.
@@ -97,6 +99,22 @@ pub(crate) fn run_active<A: Application>(
     } else {
         0
     };
+    // Sizes from the path (G3): the connected socket knows its route's MTU.
+    if opts.auto_size != crate::AutoSize::default() {
+        let mtu = match &sock {
+            NetSocket::Udp(u) => u.path_mtu().ok(),
+            NetSocket::Raw(_) => None,
+        };
+        if let Some(ceiling) = crate::app::params::size_for_path(
+            &mut config.params,
+            opts.auto_size,
+            mtu,
+            peer.is_ipv6(),
+            overhead,
+        ) {
+            config.rate.max_bps = Some(ceiling);
+        }
+    }
     let clock = Clock::new();
     let started = std::time::Instant::now();
     let mut conn = Connection::connect(
