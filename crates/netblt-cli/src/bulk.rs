@@ -36,8 +36,16 @@ impl BulkSender for NetbltBulk {
             interval: 1.0,
             security: crate::security_flags::SecurityFlags::plain(),
         };
-        let report = crate::commands::bench::bench(peer, bytes, params, &common, true, false)
-            .map_err(|e| e.to_string())?;
+        let report = crate::commands::bench::bench(
+            peer,
+            bytes,
+            params,
+            &common,
+            true,
+            false,
+            netblt::AutoSize::default(),
+        )
+        .map_err(|e| e.to_string())?;
         if !report.verified {
             return Err(report
                 .error

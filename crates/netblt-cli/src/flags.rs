@@ -1,10 +1,13 @@
 //! Transfer parameters from the command line (the library's `SendOptions`
 //! and `ReceiverOptions` are built from these).
 //!
-//! Defaults: 1400-byte data segments (a 1424-byte NETBLT DATA packet, inside
-//! a 1500-byte MTU with IPv4 or IPv6 and UDP), 1 MiB buffers, 64 outstanding
-//! at most, the `fair` rate controller, and a ceiling of [`DEFAULT_RATE`]
-//! (10 Gb/s) unless `--rate` gives another.
+//! Defaults suit a modern LAN: 1400-byte data segments (a 1424-byte NETBLT
+//! DATA packet, inside a 1500-byte MTU with IPv4 or IPv6 and UDP), 1 MiB
+//! buffers, 64 outstanding; on a path with a larger MTU (jumbo frames,
+//! loopback) the packet and buffer sizes not given are chosen from it when
+//! the socket connects (decision G3); without `--rate` or `--burst-size`, a ceiling of
+//! [`DEFAULT_RATE`] (10 Gb/s: 893 packets per 1 ms burst), i.e. "as fast as
+//! the hosts go"; the `fair` rate controller finds the path's rate below it.
 
 use clap::Args;
 use netblt::{DEFAULT_RATE, MAX_UDP_PACKET_SIZE};
@@ -19,8 +22,10 @@ use crate::units::{parse_rate, parse_size};
 pub struct ParamFlags {
     /// Maximum data rate in bits per second (e.g. 800M, 2.5G); with
     /// `--policy fixed`, the rate itself (turned into a burst size per 1 ms
-    /// burst interval, or a longer interval for slow rates). Default 10G:
-    /// the adaptive controller finds the path's rate below it.
+    /// burst interval, or a longer interval for slow rates). Default 10G,
+    /// or 40G when the path takes packets larger than 1400 bytes (loopback,
+    /// jumbo frames) and --packet-size is not given: the adaptive controller
+    /// finds the path's rate below it.
     #[arg(long, value_parser = parse_rate, conflicts_with_all = ["burst_size", "burst_interval"])]
     pub rate: Option<u64>,
     /// DATA packets per burst (RFC 998's burst size); needs --burst-interval.
@@ -30,20 +35,24 @@ pub struct ParamFlags {
     /// rate); needs --burst-size.
     #[arg(long, requires = "burst_size")]
     pub burst_interval: Option<u16>,
-    /// Data bytes per DATA packet. 1400 fits a 1500-byte MTU; larger values
-    /// need jumbo frames or IP fragmentation.
-    #[arg(long, value_parser = parse_size, default_value = "1400")]
-    pub packet_size: u64,
-    /// Bytes per NETBLT buffer (e.g. 1MiB, 256k).
-    #[arg(long, value_parser = parse_size, default_value = "1MiB")]
-    pub buffer_size: u64,
+    /// Data bytes per DATA packet. Default: from the path MTU the kernel
+    /// reports for the peer: 1400 on a 1500-byte path, what fits a larger
+    /// one (jumbo frames, loopback's 65535) up to 16000; 1400 over raw IP.
+    /// Larger values than the path's need IP fragmentation.
+    #[arg(long, value_parser = parse_size)]
+    pub packet_size: Option<u64>,
+    /// Bytes per NETBLT buffer (e.g. 1MiB, 256k). Default: 1 MiB for
+    /// packets up to 2048 bytes, else 512 packets (8,192,000 bytes at 16000).
+    #[arg(long, value_parser = parse_size)]
+    pub buffer_size: Option<u64>,
     /// Buffers outstanding at once (NBUFS): the most the sender may have in
-    /// flight. An adaptive sender keeps only what the path holds. A buffer
-    /// with a lost packet stays outstanding for about two round trips, so
-    /// 64 x 1 MiB keep 100 Mb/s x 1.8 s busy at 1 % loss (32 held it to
-    /// 53 Mb/s).
-    #[arg(long, default_value_t = 64)]
-    pub buffers: u16,
+    /// flight. An adaptive sender keeps only what the path holds. Default
+    /// 64 (a buffer with a lost packet stays outstanding for about two round
+    /// trips: 64 x 1 MiB keep 100 Mb/s x 1.8 s busy at 1 % loss, 32 held it
+    /// to 53 Mb/s), or as many as keep 32 MiB in flight (at least 4) when the
+    /// buffer size is chosen from a large packet size.
+    #[arg(long)]
+    pub buffers: Option<u16>,
     /// Checksum DATA packet data (RFC 998's C flag): on or off. Default:
     /// off over UDP, whose own checksum already covers every datagram (and
     /// the BLAKE3 digest the whole transfer); on over raw IP, where nothing
@@ -100,16 +109,18 @@ fn parse_interval(s: &str) -> Result<f64, String> {
 impl ParamFlags {
     /// The offer; `raw_ip` picks the data checksum's default.
     pub fn params(&self, raw_ip: bool) -> Result<TransferParams, CliError> {
-        let psz = self.packet_size;
+        let psz = self
+            .packet_size
+            .unwrap_or(u64::from(netblt::LAN_PACKET_SIZE));
         if psz == 0 || psz > MAX_UDP_PACKET_SIZE {
             return Err(CliError::usage(format!(
                 "--packet-size must be between 1 and {MAX_UDP_PACKET_SIZE}, got {psz}"
             )));
         }
         let psz = psz as u16;
-        let buffer_size = u32::try_from(self.buffer_size).map_err(|_| {
-            CliError::usage(format!("--buffer-size {} is too large", self.buffer_size))
-        })?;
+        let bsz = self.buffer_size.unwrap_or(1 << 20);
+        let buffer_size = u32::try_from(bsz)
+            .map_err(|_| CliError::usage(format!("--buffer-size {bsz} is too large")))?;
         let (burst_size, burst_interval_ms) =
             match (self.rate, self.burst_size, self.burst_interval) {
                 (Some(0), _, _) => return Err(CliError::usage("--rate must be positive")),
@@ -122,12 +133,27 @@ impl ParamFlags {
             buffer_size,
             burst_size,
             burst_interval_ms,
-            max_buffers: self.buffers,
+            max_buffers: self.buffers.unwrap_or(64),
             checksum_data: self.data_checksum.as_deref().map_or(raw_ip, |c| c == "on"),
         };
         p.validate()
             .map_err(|e| CliError::usage(format!("invalid parameters: {e}")))?;
         Ok(p)
+    }
+}
+
+impl ParamFlags {
+    /// The sizes the library chooses from the path when it connects: those
+    /// not given on the command line (decision G3).
+    pub fn auto_size(&self) -> netblt::AutoSize {
+        let rate_given = self.rate.is_some() || self.burst_size.is_some();
+        let mut a = netblt::AutoSize::new(
+            self.packet_size.is_none(),
+            self.buffer_size.is_none(),
+            !rate_given,
+        );
+        a.buffers = self.buffer_size.is_none() && self.buffers.is_none();
+        a
     }
 }
 

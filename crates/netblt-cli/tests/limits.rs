@@ -21,7 +21,16 @@ fn send_at_a_fixed_rate_says_the_rate_limited_it() {
     write(&file, &data(1_000_000, 3));
     let r = Recv::start(&["--dir", inbox.path().to_str().unwrap(), "--force"]);
     let f = file.to_str().unwrap();
-    let fixed = ["--policy", "fixed", "--rate", "20M"];
+    // 1400-byte packets, as on a LAN (loopback would get 16,000-byte ones,
+    // G3, whose whole-packet bursts pace 19.7 Mb/s).
+    let fixed = [
+        "--policy",
+        "fixed",
+        "--rate",
+        "20M",
+        "--packet-size",
+        "1400",
+    ];
     let (code, out, e) = run(&[&["send", f, &r.addr][..], &fixed[..]].concat(), T);
     assert_eq!(code, Some(0), "{e}");
     let why = out.lines().find(|l| l.starts_with("why: ")).expect(&out);

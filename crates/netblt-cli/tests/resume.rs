@@ -27,7 +27,9 @@ fn wait_unlocked(dir: &Path, name: &str) {
 }
 
 /// Starts `send FILE ADDR` at 160 Mb/s and SIGKILLs it once the receiver
-/// journaled `units` units.
+/// journaled `units` units. 1 MiB buffers: with the 8,192,000-byte ones
+/// loopback gets by default (G3), an 8 MiB file is one buffer and a bit,
+/// and the kill could come after the end.
 fn send_and_kill(file: &Path, addr: &str, dst: &Path, name: &str, units: usize) {
     let mut s = spawn(
         &[
@@ -38,6 +40,8 @@ fn send_and_kill(file: &Path, addr: &str, dst: &Path, name: &str, units: usize) 
             "fixed",
             "--rate",
             "160M",
+            "--buffer-size",
+            "1MiB",
         ],
         Stdio::null(),
         Stdio::null(),

@@ -106,6 +106,15 @@ impl UdpSocket {
             .ok_or_else(|| io::Error::other("socket has no IP address"))
     }
 
+    /// The path MTU the kernel knows for this socket's peer (`IP_MTU` or `IPV6_MTU`): only for a
+    /// `connect`ed socket. The interface's MTU (65535 on IPv4 loopback: its MTU is 65536, an IPv4
+    /// packet at most 65535), or less once path MTU discovery learned it. An error for an
+    /// unconnected socket, or where the system cannot tell.
+    pub fn path_mtu(&self) -> io::Result<usize> {
+        let v6 = self.local_addr()?.is_ipv6();
+        sys::path_mtu(&self.socket, v6)
+    }
+
     /// `(receive, send)` buffer sizes as the kernel reports them after configuration. Linux reports
     /// twice the size it was asked for (it counts its bookkeeping), so the default 32 MiB request
     /// reads back as 64 MiB when granted in full.

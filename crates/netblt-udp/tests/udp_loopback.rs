@@ -495,3 +495,25 @@ fn gathered_train_arrives_as_its_concatenation() {
         }
     }
 }
+
+#[test]
+fn a_connected_socket_reports_the_routes_mtu() {
+    let (tx, rx) = pair("127.0.0.1:0", &SocketConfig::default());
+    if !fast_path() {
+        assert!(tx.path_mtu().is_err(), "the portable path cannot tell");
+        return;
+    }
+    // Not connected: no path, no MTU.
+    assert!(tx.path_mtu().is_err());
+    let dst = rx.local_addr().expect("local addr");
+    socket2::SockRef::from(&tx)
+        .connect(&dst.into())
+        .expect("connect");
+    let lo: usize = std::fs::read_to_string("/sys/class/net/lo/mtu")
+        .expect("loopback's MTU")
+        .trim()
+        .parse()
+        .expect("a number");
+    // The interface's MTU, or IPv4's largest packet if smaller.
+    assert_eq!(tx.path_mtu().expect("path MTU"), lo.min(65_535));
+}

@@ -456,6 +456,7 @@ fn run(
         transfer_size,
         client,
         security: opts.security.clone(),
+        auto_size: opts.auto_size,
     };
     let never = AtomicBool::new(false);
     let stop = opts.stop.as_deref().unwrap_or(&never);

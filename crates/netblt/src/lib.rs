@@ -84,7 +84,9 @@ mod security;
 pub mod tokio;
 
 pub use app::bundle::{Bundle, FileFailure, FilesReport};
-pub use app::params::{DEFAULT_RATE, MAX_UDP_PACKET_SIZE};
+pub use app::params::{
+    AUTO_PACKET_MAX, AUTO_RATE, DEFAULT_RATE, LAN_PACKET_SIZE, MAX_UDP_PACKET_SIZE,
+};
 pub use client::{
     bench, files_to_send, get, get_to_writer, send_bundle, send_dir, send_file, send_file_as,
     send_reader, send_stream, send_tar,
@@ -98,7 +100,7 @@ pub use handler::{DataHandler, IncomingTransfer};
 /// The cryptographic core (`netblt-crypto`), re-exported: keys, key files, codes, limits.
 pub use netblt_crypto as crypto;
 pub use netblt_proto::{Policy, RateConfig};
-pub use options::{Progress, ProgressFn, ReceiverOptions, ReportFn, SendOptions};
+pub use options::{AutoSize, Progress, ProgressFn, ReceiverOptions, ReportFn, SendOptions};
 pub use receiver::{Receiver, ReceiverSummary};
 pub use report::{Direction, IoCounters, RateReport, TransferReport};
 pub use security::{Encryption, Security, SecurityReport};

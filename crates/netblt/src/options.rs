@@ -54,6 +54,64 @@ pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 /// transfer that ended, and the endpoint's junk counters so far.
 pub type ReportFn = Arc<dyn Fn(&TransferReport, &JunkCounts) + Send + Sync>;
 
+/// Which transfer parameters the active end chooses itself when it
+/// connects, from what the kernel reports for the path (decision G3),
+/// instead of offering [`SendOptions::params`]' values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AutoSize {
+    /// The packet size from the path MTU of the connected UDP socket
+    /// (`IP_MTU` / `IPV6_MTU`): the largest multiple of 4 that fits one IP
+    /// packet with the UDP, NETBLT and (encrypted) AEAD overhead, at most
+    /// 16,000 bytes; 1400 on a path of 1500 bytes or less. Loopback (65535)
+    /// and jumbo-frame LANs thus get large packets. The burst is
+    /// recomputed so that the offered rate stays the same. Without an MTU
+    /// (raw IP) the offer is left alone. The passive end may still lower
+    /// the packet size in its RESPONSE (RFC 998 §4).
+    pub packet: bool,
+    /// The buffer size from the packet size: 1 MiB up to 2048-byte packets,
+    /// else 512 packets.
+    pub buffer: bool,
+    /// The rate ceiling: [`DEFAULT_RATE`](crate::DEFAULT_RATE) (10 Gb/s)
+    /// raised to [`AUTO_RATE`](crate::AUTO_RATE) (40 Gb/s) when the packet
+    /// size chosen from the path is larger than 1400 bytes (loopback,
+    /// jumbo frames): 10 Gb/s capped a loopback copy at a quarter of what
+    /// the hosts do. An adaptive policy still finds the path's rate below
+    /// it.
+    pub rate: bool,
+    /// The buffers outstanding: as many as keep 32 MiB in flight, at least
+    /// 4, when the buffer size grew
+    /// with the packet size. Fewer, larger buffers in flight cost fewer
+    /// fresh pages: 32 of 8 MB faulted in 256 MB at each end for a 1 GiB
+    /// copy (G3).
+    pub buffers: bool,
+}
+
+impl AutoSize {
+    /// Sizes and ceiling chosen from the path (what the `netblt` tool does
+    /// unless `--packet-size`, `--buffer-size` or `--rate` is given).
+    pub fn all() -> AutoSize {
+        AutoSize {
+            packet: true,
+            buffer: true,
+            rate: true,
+            buffers: true,
+        }
+    }
+
+    /// As given: the packet size if `packet`, the buffer size if `buffer`,
+    /// the rate ceiling if `rate`; not the buffer count (set
+    /// [`buffers`](Self::buffers) for that).
+    pub fn new(packet: bool, buffer: bool, rate: bool) -> AutoSize {
+        AutoSize {
+            packet,
+            buffer,
+            rate,
+            buffers: false,
+        }
+    }
+}
+
 /// The active end's options: [`send_file`](crate::send_file),
 /// [`send_dir`](crate::send_dir), [`send_reader`](crate::send_reader),
 /// [`get`](crate::get), [`bench()`](crate::bench).
@@ -111,6 +169,10 @@ pub struct SendOptions {
     /// default does not, since every packet's AEAD already authenticates
     /// each byte and its place (decision K16). Default: off.
     pub verify: bool,
+    /// Choose the packet and/or buffer size from the path when connecting
+    /// ([`AutoSize`], decision G3). Default: neither (`params` is offered
+    /// as it is); the `netblt` tool chooses both unless told a size.
+    pub auto_size: AutoSize,
 }
 
 impl Default for SendOptions {
@@ -143,6 +205,7 @@ impl Default for SendOptions {
             stop: None,
             security: crate::Security::Insecure,
             verify: false,
+            auto_size: AutoSize::default(),
         }
     }
 }
@@ -160,6 +223,7 @@ impl std::fmt::Debug for SendOptions {
             .field("resume", &self.resume)
             .field("progress", &self.progress.is_some())
             .field("stop", &self.stop)
+            .field("auto_size", &self.auto_size)
             .finish()
     }
 }

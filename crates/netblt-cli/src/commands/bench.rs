@@ -44,9 +44,11 @@ pub fn bench(
     common: &CommonFlags,
     quiet: bool,
     verify: bool,
+    auto_size: netblt::AutoSize,
 ) -> Result<netblt::TransferReport, netblt::Error> {
     let mut opts = common.send_options(params);
     opts.verify = verify;
+    opts.auto_size = auto_size;
     let bar = if quiet && !common.json_stream {
         Bar::new(true)
     } else {
@@ -72,6 +74,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         &a.common,
         a.common.machine(),
         a.verify,
+        a.params.auto_size(),
     )
     .map_err(CliError::from)?;
     if a.common.machine() {

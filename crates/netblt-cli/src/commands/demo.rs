@@ -123,7 +123,15 @@ pub fn run_demo_on(o: &DemoOptions, r: DemoReceiver) -> Result<DemoResult, netbl
         interval: 1.0,
         security: crate::security_flags::SecurityFlags::plain(),
     };
-    let sent = crate::commands::bench::bench(target, o.size, o.params, &common, true, false);
+    let sent = crate::commands::bench::bench(
+        target,
+        o.size,
+        o.params,
+        &common,
+        true,
+        false,
+        netblt::AutoSize::default(),
+    );
     if sent.is_err() {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }

@@ -62,6 +62,7 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
         .into());
     }
     let mut opts = a.common.send_options(params);
+    opts.auto_size = a.params.auto_size();
     opts.overwrite = a.force;
     opts.resume = a.resume;
     let bar = a.common.live();
@@ -101,6 +102,7 @@ fn to_stdout(
         return Err(CliError::usage("--json-stream writes standard output: not with -o -").into());
     }
     let mut opts = a.common.send_options(params);
+    opts.auto_size = a.params.auto_size();
     let bar = a.common.live();
     bar.attach(&mut opts);
     let result = netblt::get_to_writer(remote, &a.name, std::io::stdout(), &opts);

@@ -69,6 +69,7 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     let remote = resolve_host(host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
     let mut opts = a.common.send_options(params);
+    opts.auto_size = a.params.auto_size();
     opts.resume = a.resume;
     let bar = a.common.live();
     bar.attach(&mut opts);

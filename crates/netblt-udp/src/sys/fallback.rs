@@ -236,3 +236,8 @@ pub(crate) fn set_timer_slack(_slack: Duration) -> io::Result<()> {
 pub(crate) fn timer_slack() -> Option<Duration> {
     None
 }
+
+/// No portable way to read the path MTU.
+pub(crate) fn path_mtu(_sock: &Socket, _v6: bool) -> io::Result<usize> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}

@@ -440,3 +440,30 @@ pub(crate) fn timer_slack() -> Option<Duration> {
     let r = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
     u64::try_from(r).ok().map(Duration::from_nanos)
 }
+
+/// The path MTU the kernel holds for a connected socket (`IP_MTU` /
+/// `IPV6_MTU`, see ip(7) and ipv6(7)): the route's MTU (the interface's;
+/// 65535 on IPv4 loopback) or a smaller one learned by path MTU discovery.
+pub(crate) fn path_mtu(sock: &Socket, v6: bool) -> io::Result<usize> {
+    let (level, name) = if v6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_MTU)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_MTU)
+    };
+    let mut mtu: libc::c_int = 0;
+    let mut len = mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: mtu and len are valid for writes of the sizes given.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            level,
+            name,
+            (&mut mtu as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    usize::try_from(mtu).map_err(|_| io::Error::other("negative MTU"))
+}

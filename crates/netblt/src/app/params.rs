@@ -11,11 +11,101 @@ use netblt_proto::{Config, Duration, PacingClock, Policy, RateConfig, TransferPa
 
 /// Rate used when none is given, in bits per second of data.
 pub const DEFAULT_RATE: u64 = 10_000_000_000;
+/// The rate ceiling when none is given and the path takes packets larger
+/// than 1400 bytes ([`AutoSize::rate`](crate::AutoSize::rate), decision
+/// G3): loopback and jumbo-frame LANs, where 10 Gb/s is below what two
+/// hosts move (33 Gb/s for kernel TCP on this project's loopback).
+pub const AUTO_RATE: u64 = 40_000_000_000;
 /// Packets released together within a burst: one GSO train.
 pub(crate) const PACING_QUANTUM: u16 = 32;
 
 /// Largest data segment that fits one UDP datagram with its NETBLT header.
 pub const MAX_UDP_PACKET_SIZE: u64 = 65_507 - 24 - 3;
+
+/// Largest packet size chosen from the path MTU (decision G3): measured on
+/// loopback (MTU 65536), 32,000- and 60,000-byte packets were no faster than
+/// 16,000 (22.0 and 20.4 against 22.2 Gb/s) and cost more per lost packet.
+pub const AUTO_PACKET_MAX: u16 = 16_000;
+/// The packet size of a path of 1500 bytes or less (a 1424-byte NETBLT
+/// DATA packet, 1448 sealed: inside 1500 bytes with IPv4 or IPv6 and UDP).
+pub const LAN_PACKET_SIZE: u16 = 1400;
+/// Packets per buffer when the buffer size follows the packet size.
+const PACKETS_PER_BUFFER: u32 = 512;
+/// The buffer size of 1400-byte packets (and any up to 2048 bytes).
+const LAN_BUFFER_SIZE: u32 = 1 << 20;
+/// Bytes in flight at most when the buffer size follows a large packet
+/// size (loopback, jumbo frames): 5 buffers of 8 MB on loopback, which
+/// fault in fewer fresh pages than 32 of them (G3). Paths with 1400-byte
+/// packets keep the count given (64 by default: long, lossy paths).
+const LAN_WINDOW: u32 = 32 << 20;
+
+/// The packet size for a path of `mtu` bytes (the kernel's `IP_MTU` for
+/// the connected socket), over UDP with IPv4 or IPv6, with `overhead`
+/// bytes of packet protection: the largest multiple of 4 that fits one
+/// IP packet (no padding, no fragmentation), at most [`AUTO_PACKET_MAX`];
+/// on a path of 1500 bytes or less, [`LAN_PACKET_SIZE`] if it fits.
+/// `None` for an MTU too small to be real (keep what was offered).
+pub(crate) fn packet_size_for_mtu(mtu: usize, v6: bool, overhead: usize) -> Option<u16> {
+    let ip = if v6 { 40 } else { 20 };
+    let room = mtu.checked_sub(ip + 8 + netblt_wire::DATA_HEADER_LEN + overhead)? & !3;
+    if room < 64 {
+        return None;
+    }
+    let cap = if mtu <= 1500 {
+        LAN_PACKET_SIZE
+    } else {
+        AUTO_PACKET_MAX
+    };
+    u16::try_from(room.min(usize::from(cap))).ok()
+}
+
+/// The buffer size that goes with `packet_size` when none was given: 1 MiB
+/// up to 2048-byte packets (the LAN default), else 512 packets (8,192,000
+/// bytes at 16,000), so that per-buffer costs (a GO, an OK, a hash of the
+/// buffer's units, the writer's hand-over) stay a small share of a large
+/// packet's transfer, as they are of 1400-byte ones. A whole number of
+/// packets, and of 1 KiB BLAKE3 chunks when the packet size is even.
+pub(crate) fn buffer_size_for_packet(packet_size: u16) -> u32 {
+    if packet_size <= 2048 {
+        LAN_BUFFER_SIZE
+    } else {
+        u32::from(packet_size) * PACKETS_PER_BUFFER
+    }
+}
+
+/// Applies [`AutoSize`](crate::AutoSize) to an offer once the path's MTU
+/// is known (`None`: unknown, e.g. raw IP): the packet size from the MTU,
+/// the buffer size from the packet size, and the burst recomputed so that
+/// the offered rate stays what it was.
+/// Returns the rate ceiling to use (`Some`) when it changed.
+pub(crate) fn size_for_path(
+    p: &mut TransferParams,
+    auto: crate::AutoSize,
+    mtu: Option<usize>,
+    v6: bool,
+    overhead: usize,
+) -> Option<u64> {
+    let mut rate = p.rate_bps() as u64;
+    let mut ceiling = None;
+    if auto.packet {
+        if let Some(psz) = mtu.and_then(|m| packet_size_for_mtu(m, v6, overhead)) {
+            if auto.rate && psz > LAN_PACKET_SIZE && rate < AUTO_RATE {
+                rate = AUTO_RATE;
+                ceiling = Some(AUTO_RATE);
+            }
+            p.packet_size = psz;
+            (p.burst_size, p.burst_interval_ms) = TransferParams::burst_for_rate(rate.max(1), psz);
+        }
+    }
+    if auto.buffer {
+        p.buffer_size = buffer_size_for_packet(p.packet_size);
+        if auto.buffers && p.buffer_size > LAN_BUFFER_SIZE {
+            let n = (LAN_WINDOW as u64).div_ceil(u64::from(p.buffer_size));
+            p.max_buffers = u16::try_from(n).unwrap_or(u16::MAX).max(4);
+        }
+    }
+    ceiling
+}
 
 /// Engine configuration for a real network: the FEEDBACK extension offered
 /// and accepted, rate control as `rate` says (an adaptive policy by default).
@@ -58,5 +148,84 @@ pub(crate) fn passive_limits() -> TransferParams {
         // The checksum may only be switched on by the passive end; leave the
         // active end's choice.
         checksum_data: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packet_size_follows_the_path_mtu() {
+        // Loopback (65536) and jumbo frames get large packets, capped.
+        assert_eq!(packet_size_for_mtu(65_536, false, 24), Some(16_000));
+        assert_eq!(packet_size_for_mtu(65_536, true, 0), Some(16_000));
+        assert_eq!(packet_size_for_mtu(9000, false, 24), Some(8924));
+        assert_eq!(packet_size_for_mtu(9000, true, 0), Some(8928));
+        // A 1500-byte path keeps the LAN default, sealed or not.
+        assert_eq!(packet_size_for_mtu(1500, false, 24), Some(1400));
+        assert_eq!(packet_size_for_mtu(1500, true, 24), Some(1400));
+        // A smaller path gets what fits: 1280 - 40 - 8 - 24 - 24.
+        assert_eq!(packet_size_for_mtu(1280, true, 24), Some(1184));
+        // A packet that fits is a multiple of 4 (no padding).
+        assert_eq!(
+            packet_size_for_mtu(1403 + 20 + 8 + 24, false, 0),
+            Some(1400)
+        );
+        // Nonsense MTUs leave the offer alone.
+        assert_eq!(packet_size_for_mtu(68, false, 24), None);
+        assert_eq!(packet_size_for_mtu(0, false, 0), None);
+    }
+
+    #[test]
+    fn buffers_grow_with_packets_and_keep_the_rate() {
+        assert_eq!(buffer_size_for_packet(1400), 1 << 20);
+        assert_eq!(buffer_size_for_packet(16_000), 8_192_000);
+        assert_eq!(buffer_size_for_packet(8924) % 8924, 0);
+        let (burst_size, burst_interval_ms) = TransferParams::burst_for_rate(DEFAULT_RATE, 1400);
+        let offer = TransferParams {
+            packet_size: 1400,
+            buffer_size: 1 << 20,
+            burst_size,
+            burst_interval_ms,
+            max_buffers: 32,
+            checksum_data: false,
+        };
+        let sizes = crate::AutoSize::new(true, true, false);
+        let mut p = offer;
+        assert_eq!(size_for_path(&mut p, sizes, Some(65_536), false, 24), None);
+        assert_eq!((p.packet_size, p.buffer_size), (16_000, 8_192_000));
+        // The offered rate stays what it was.
+        let (r0, r1) = (offer.rate_bps(), p.rate_bps());
+        assert!((r1 - r0).abs() / r0 < 0.01, "{r0} -> {r1}");
+        assert!(p.validate().is_ok());
+        // With the ceiling chosen too, a large-packet path gets 40 Gb/s...
+        let mut c = offer;
+        let all = crate::AutoSize::all();
+        assert_eq!(
+            size_for_path(&mut c, all, Some(65_536), false, 24),
+            Some(AUTO_RATE)
+        );
+        assert!((c.rate_bps() - AUTO_RATE as f64).abs() / (AUTO_RATE as f64) < 0.01);
+        // ...and a 1500-byte path keeps 10 Gb/s.
+        let mut l = offer;
+        assert_eq!(size_for_path(&mut l, all, Some(1500), false, 24), None);
+        assert_eq!(l, offer);
+        // The buffer count keeps 32 MiB in flight when asked to.
+        assert_eq!(p.max_buffers, 32, "not asked");
+        let mut w = offer;
+        size_for_path(&mut w, all, Some(65_536), false, 24);
+        assert_eq!(w.max_buffers, 5, "ceil(32 MiB / 8,192,000)");
+        let mut j = offer;
+        size_for_path(&mut j, all, Some(9000), false, 24);
+        assert_eq!(j.max_buffers, 8, "ceil(32 MiB / 4,569,088)");
+        // Only what was not given changes; an unknown MTU changes nothing.
+        let mut q = offer;
+        let packet_only = crate::AutoSize::new(true, false, false);
+        size_for_path(&mut q, packet_only, Some(65_536), false, 24);
+        assert_eq!((q.packet_size, q.buffer_size), (16_000, 1 << 20));
+        let mut u = offer;
+        assert_eq!(size_for_path(&mut u, all, None, false, 24), None);
+        assert_eq!(u, offer);
     }
 }

@@ -389,6 +389,10 @@ fn copy(
         }
         let room = f.space()?;
         let want = left.map_or(room.len(), |l| (room.len() as u64).min(l - read) as usize);
+        // Read a piece at a time and hash it while it is in the cache
+        // (decision G4): one 8 MB read then one 8 MB hash went to memory
+        // twice.
+        let want = want.min(super::sink::CACHE_PIECE);
         let n = match r.read(&mut room[..want]) {
             Ok(0) if left.is_some() => return Err(shrank(label)),
             Ok(0) => break,

@@ -37,6 +37,8 @@ pub(crate) struct ActiveOptions {
     pub(crate) client: Vec<u8>,
     /// Encrypted mode (issue 11): see `driver::secure`.
     pub(crate) security: crate::security::Security,
+    /// Sizes to choose from the path once the socket is connected (G3).
+    pub(crate) auto_size: crate::AutoSize,
 }
 
 /// What the loop leaves behind.
@@ -97,6 +99,22 @@ pub(crate) fn run_active<A: Application>(
     } else {
         0
     };
+    // Sizes from the path (G3): the connected socket knows its route's MTU.
+    if opts.auto_size != crate::AutoSize::default() {
+        let mtu = match &sock {
+            NetSocket::Udp(u) => u.path_mtu().ok(),
+            NetSocket::Raw(_) => None,
+        };
+        if let Some(ceiling) = crate::app::params::size_for_path(
+            &mut config.params,
+            opts.auto_size,
+            mtu,
+            peer.is_ipv6(),
+            overhead,
+        ) {
+            config.rate.max_bps = Some(ceiling);
+        }
+    }
     let clock = Clock::new();
     let started = std::time::Instant::now();
     let mut conn = Connection::connect(
@@ -111,8 +129,8 @@ pub(crate) fn run_active<A: Application>(
     )
     .map_err(|e| AppError::new(Kind::InvalidOptions, format!("invalid parameters: {e}"), ""))?;
     let s = sock.as_dyn();
-    // Sealing needs the whole datagram in one place: no gathered sends
-    // when encrypted (the copy into the train is where sealing happens).
+    // Encrypted datagrams are sealed into the train (the payload encrypted
+    // from the engine's buffer): no gathered sends then.
     let mut tx = TxQueue::new(
         s.max_gso_segments(),
         conn.max_datagram_size() + overhead,
@@ -195,7 +213,9 @@ pub(crate) fn run_active<A: Application>(
             }
             loop {
                 let mut full = true;
-                let gather = tx.gathers();
+                // Encrypted: the engine gathers too, and the payload is
+                // sealed from its buffer straight into the train.
+                let gather = tx.gathers() || sec.is_some();
                 while let Some(slot) = tx.slot() {
                     let next = if gather {
                         conn.poll_transmit_gather(now, slot)
@@ -206,7 +226,8 @@ pub(crate) fn run_active<A: Application>(
                         Some(g) => match sec.as_mut() {
                             None => tx.commit(dest, g),
                             Some(sc) => {
-                                if let Some(m) = sc.outgoing(slot, g.len()) {
+                                let payload = g.payload.and_then(|p| conn.payload(&p));
+                                if let Some(m) = sc.outgoing_gathered(slot, g, payload) {
                                     tx.commit(dest, Gathered::whole(m));
                                 }
                             }

@@ -298,7 +298,9 @@ pub(crate) fn run_passive<S: Service>(
             }
             loop {
                 let mut full = true;
-                let gather = tx.gathers();
+                // Encrypted: the engine gathers too, and DATA payloads are
+                // sealed from its buffers straight into the train.
+                let gather = tx.gathers() || sec.is_some();
                 while let Some(slot) = tx.slot() {
                     let next = if gather {
                         ep.poll_transmit_gather(now, slot)
@@ -310,7 +312,8 @@ pub(crate) fn run_passive<S: Service>(
                         Some((to, g)) => match sec.as_mut() {
                             None => tx.commit(to, g),
                             Some(sc) => {
-                                if let Some(m) = sc.outgoing(to, slot, g.len()) {
+                                let payload = g.payload.and_then(|p| ep.payload(&p));
+                                if let Some(m) = sc.outgoing_gathered(to, slot, g, payload) {
                                     tx.commit(to, Gathered::whole(m));
                                 }
                             }

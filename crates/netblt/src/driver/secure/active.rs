@@ -10,6 +10,7 @@ use netblt_crypto::{
     Handshake, HandshakeError, HandshakeMessage, HostStatus, InitiatorConfig, KnownHosts, OsRandom,
     PacketProtection, Pattern, PeerAuth, Progress, SuiteOffer,
 };
+use netblt_proto::Gathered;
 
 use super::{
     handshake_datagram, initiation_timestamp, kind, open_body, plain_open, plain_reason, ports,
@@ -177,6 +178,26 @@ impl ActiveSecurity {
         }
         self.finish_tries += 1;
         self.finish_at = Some(now + FINISH_RTO * (1 << self.finish_tries.min(6)));
+    }
+
+    /// Like [`outgoing`](Self::outgoing) for a datagram the engine handed
+    /// out gathered (`poll_transmit_gather`): `buf[..g.head]` written,
+    /// `payload` (a DATA payload) still in the engine's buffer. Once keys
+    /// exist, the payload is encrypted straight from there into `buf`, with
+    /// no plaintext copy (see [`super::seal_gathered`]).
+    pub(crate) fn outgoing_gathered(
+        &mut self,
+        buf: &mut [u8],
+        g: Gathered,
+        payload: Option<&[u8]>,
+    ) -> Option<usize> {
+        match (&mut self.prot, payload) {
+            (Some(p), Some(data)) if g.pad == 0 => super::seal_gathered(p, buf, g.head, data),
+            _ => {
+                let n = super::flatten(buf, g, payload)?;
+                self.outgoing(buf, n)
+            }
+        }
     }
 
     /// Turns the plain datagram the engine wrote into `buf[..n]` into what

@@ -35,6 +35,7 @@ use netblt_crypto::{
     Kind as MsgKind, OsRandom, PacketProtection, Pattern, Progress, ResponderConfig, SuiteOffer,
     Tai64n,
 };
+use netblt_proto::Gathered;
 
 use super::active::pattern_name;
 use super::{
@@ -750,6 +751,36 @@ impl PassiveSecurity {
                 )))
             }
         }
+    }
+
+    /// Like [`outgoing`](Self::outgoing) for a datagram the engine handed
+    /// out gathered: `buf[..g.head]` written, `payload` still in the
+    /// engine's buffer. An established peer's DATA is sealed from there
+    /// straight into `buf` ([`super::seal_gathered`]); anything else is
+    /// written whole first.
+    pub(crate) fn outgoing_gathered(
+        &mut self,
+        to: SocketAddr,
+        buf: &mut [u8],
+        g: Gathered,
+        payload: Option<&[u8]>,
+    ) -> Option<usize> {
+        if let (Some(data), 0) = (payload, g.pad) {
+            let key = (to, ports(buf).1);
+            if let Some(p) = self.peers.get_mut(&key) {
+                if let State::Established(pr) = &mut p.state {
+                    let len = super::seal_gathered(pr, buf, g.head, data)?;
+                    if !p.amp.try_send(len) {
+                        self.flood.amplification_blocked += 1;
+                        return None;
+                    }
+                    note_amplification(&mut self.flood, &p.amp);
+                    return Some(len);
+                }
+            }
+        }
+        let n = super::flatten(buf, g, payload)?;
+        self.outgoing(to, buf, n)
     }
 
     /// The plain datagram the engine wrote for `to` in `buf[..n]`, as it
