@@ -47,7 +47,7 @@ fn main() -> anyhow::Result<()> {
         spec.pacing_clock = PacingClock::FromActualStart;
         spec.data_timer = DATA_TIMER;
         let r = run_transfer(&spec)?;
-        let s = r.sim.clone().unwrap_or_default();
+        let s = r.sim.unwrap_or_default();
         println!(
             "seed {seed}: speed {:.3} real {:.3} t {:.2}s lost {} rxm {} dtmos {} ctl {} ctl_rxm {} nullack {} | \
              A cpu {:.2}s sent {} recv {} deaf {} full {} abort {} | B cpu {:.2}s sent {} recv {} deaf {} full {} | seg {:?}",

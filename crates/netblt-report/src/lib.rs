@@ -17,8 +17,10 @@ pub mod rfc1030_s8;
 pub mod rfc1030_sensitivity;
 pub mod rfc1030_timers;
 pub mod rfc1106;
+pub mod rfc1106_sensitivity;
 pub mod rfc415;
 pub mod summary;
+pub mod unmodellable;
 pub mod xunet;
 
 use std::fmt::Write as _;
@@ -78,6 +80,10 @@ pub struct Report {
     pub xunet_table_iv: Vec<xunet::TransferRow>,
     /// RFC 1106's Figures 1 and 2, cell by cell.
     pub rfc1106: Vec<rfc1106::Cell>,
+    /// RFC 1106's window-limited no-error rows with longer round trips.
+    pub rfc1106_host_time: Vec<rfc1106_sensitivity::HostTimeRow>,
+    /// RFC 1106's NAK column at 1e-6 with ACKs (and NAKs) lost besides.
+    pub rfc1106_nak_loss: Vec<rfc1106_sensitivity::NakLossRow>,
     /// RFC 415's table measured on this machine.
     pub rfc415: Vec<netblt_measure::cpu::CpuRow>,
     /// Why RFC 415's measurement failed, if it did.
@@ -163,6 +169,9 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
     })?;
     progress("RFC 1106 (4.3BSD TCP, Big Windows, NAKs)", done, total);
     let r1106 = rfc1106::run(&seeds, opts.quick)?;
+    let host_time =
+        rfc1106_sensitivity::host_time(seeds.first().copied().unwrap_or(1), opts.quick)?;
+    let nak_loss = rfc1106_sensitivity::nak_loss(&seeds, opts.quick)?;
     done += 1;
     progress("RFC 415 (TCP over loopback)", done, total);
     let (cpu, cpu_err) = match rfc415::run(if opts.quick { 4 << 20 } else { 64 << 20 }) {
@@ -186,6 +195,8 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         xunet_table_iii: t3,
         xunet_table_iv: t4,
         rfc1106: r1106,
+        rfc1106_host_time: host_time,
+        rfc1106_nak_loss: nak_loss,
         rfc415: cpu,
         rfc415_error: cpu_err,
         figures: Vec::new(),
@@ -405,6 +416,18 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
         "\n### What happened in our runs (per run, mean over seeds)\n"
     );
     s.push_str(&rfc1106::md_counts(&r.rfc1106));
+    s.push_str(include_str!("notes_rfc1106_sensitivity.md"));
+    let _ = writeln!(
+        s,
+        "\n#### Figure 1's window-limited rows with a longer round trip (no errors; seed {})\n",
+        r.seeds.first().copied().unwrap_or(1)
+    );
+    s.push_str(&rfc1106_sensitivity::md_host_time(&r.rfc1106_host_time));
+    let _ = writeln!(
+        s,
+        "\n#### Figure 2's 1e-6 column with ACKs (and their NAKs) lost besides bit errors\n"
+    );
+    s.push_str(&rfc1106_sensitivity::md_nak_loss(&r.rfc1106_nak_loss));
     s.push_str(include_str!("notes_rfc415.md"));
     match &r.rfc415_error {
         Some(e) => {
