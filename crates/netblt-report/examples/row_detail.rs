@@ -2,6 +2,7 @@
 //! control packets), for finding which mechanism sets a row's figure.
 //!
 //! `cargo run -p netblt-report --example row_detail -- PROFILE BI PSZ NBUFS [XFSZ_KB] [SEEDS]`
+//! (environment: IDEAL_NIC, NO_SEGMENT, REENABLE_US; see below).
 
 use netblt_proto::{PacingClock, TransferParams};
 use netblt_report::rfc1030::{path_of, DATA_TIMER};
@@ -36,6 +37,16 @@ fn main() -> anyhow::Result<()> {
         for h in [&mut path.host_a, &mut path.host_b] {
             h.nic_buffers = None;
             h.half_duplex = false;
+        }
+    }
+    // REENABLE_US=n: both hosts' interfaces stay deaf n us after each
+    // transmission and copy-out (`HostModel::nic_reenable`).
+    if let Some(us) = std::env::var("REENABLE_US")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        for h in [&mut path.host_a, &mut path.host_b] {
+            h.nic_reenable = std::time::Duration::from_micros(us);
         }
     }
     if std::env::var("NO_SEGMENT").is_ok() {

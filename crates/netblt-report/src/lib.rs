@@ -62,6 +62,8 @@ pub struct Report {
     pub rfc1030: Vec<(String, Vec<rfc1030::RowResult>)>,
     /// Appendix III rerun with the other Subnet 26 hosts' load from 0 to 30 %.
     pub rfc1030_segment_sweep: Vec<rfc1030_sensitivity::LoadRow>,
+    /// Appendix III with the 3C500s' re-enable time swept (not in the tables).
+    pub rfc1030_reenable_sweep: Vec<rfc1030_sensitivity::LoadRow>,
     /// Appendix IV's BI-90 rows with ten times the transfer size.
     pub rfc1030_wideband_long: Vec<rfc1030_sensitivity::LongRow>,
     /// Appendices II-IV under each receiver data-timer policy.
@@ -103,6 +105,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         .map(|a| rfc1030::distinct_inputs(a) as u64)
         .sum::<u64>()
         + rfc1030_sensitivity::LOADS.len() as u64
+        + rfc1030_sensitivity::REENABLE_US.len() as u64
         + rfc1030_timers::steps() as u64
         + 7
         + 14
@@ -127,6 +130,14 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         done += 1;
         progress(
             "RFC 1030 appendix III against Subnet 26's load",
+            done,
+            total,
+        );
+    })?;
+    let reenable = rfc1030_sensitivity::reenable_sweep(&seeds, &mut || {
+        done += 1;
+        progress(
+            "RFC 1030 appendix III against the 3C500's re-enable time",
             done,
             total,
         );
@@ -186,6 +197,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         seeds,
         rfc1030: rfc1030_out,
         rfc1030_segment_sweep: sweep,
+        rfc1030_reenable_sweep: reenable,
         rfc1030_wideband_long: long,
         rfc1030_data_timers: timers,
         rfc1030_s8: s8,
@@ -356,6 +368,9 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
             s.push_str(include_str!("notes_rfc1030_sweep.md"));
             s.push('\n');
             s.push_str(&rfc1030_sensitivity::md_sweep(&r.rfc1030_segment_sweep));
+            s.push_str(include_str!("notes_rfc1030_reenable.md"));
+            s.push('\n');
+            s.push_str(&rfc1030_sensitivity::md_reenable(&r.rfc1030_reenable_sweep));
         }
         if id == "IV" {
             s.push_str(include_str!("notes_rfc1030_long.md"));

@@ -20,14 +20,21 @@ use crate::rfc1030::{self, path_of, run_appendix_on, run_row_on, PaperRow, RowRe
 /// Loads (fraction of 10 Mb/s) the other hosts offer in the sweep.
 pub const LOADS: [f64; 5] = [0.0, 0.05, 0.10, 0.20, 0.30];
 
+/// Re-enable times (microseconds) the 3C500 sweep tries
+/// (`HostModel::nic_reenable`; the profile's own is zero).
+pub const REENABLE_US: [u64; 6] = [0, 250, 500, 1000, 1500, 2000];
+
 /// How much longer the Wideband transfers are in the long runs.
 pub const LONG_FACTOR: u64 = 10;
 
-/// Appendix III at one cross-traffic load.
+/// Appendix III at one cross-traffic load (or, in the re-enable sweep,
+/// at the profile's load with one re-enable time).
 #[derive(Clone, Debug, Serialize)]
 pub struct LoadRow {
     /// Other hosts' offered load, fraction of 10 Mb/s.
     pub load: f64,
+    /// Both 3C500s' re-enable time, microseconds (0: the profile's).
+    pub reenable_us: u64,
     /// Median |SPEED error| over the appendix's rows, %.
     pub median_abs_error_pct: f64,
     /// Worst |SPEED error|, %.
@@ -65,6 +72,7 @@ fn summarise_load(load: f64, rows: &[RowResult]) -> LoadRow {
         .collect();
     LoadRow {
         load,
+        reenable_us: 0,
         median_abs_error_pct: median(errs.clone()),
         worst_abs_error_pct: errs.iter().copied().fold(0.0, f64::max),
         speed_nbufs1: pick(1, &|r| r.ours.speed),
@@ -93,6 +101,63 @@ pub fn segment_sweep(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<Ve
         tick();
     }
     Ok(out)
+}
+
+/// Reruns appendix III at the profile's load with both 3C500s deaf for
+/// each of [`REENABLE_US`] after every transmission and copy-out (RFC 1030
+/// §7's "long interface re-enable time", which no seed quantifies); `tick`
+/// after each value.
+pub fn reenable_sweep(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<Vec<LoadRow>> {
+    let a = rfc1030::APPENDICES
+        .iter()
+        .find(|a| a.id == "III")
+        .ok_or_else(|| anyhow::anyhow!("no appendix III"))?;
+    let base = path_of(a.profile)?;
+    let load = base.segment.as_ref().map_or(0.0, |s| s.cross.load);
+    let mut out = Vec::new();
+    for us in REENABLE_US {
+        let mut path = base.clone();
+        for h in [&mut path.host_a, &mut path.host_b] {
+            h.nic_reenable = std::time::Duration::from_micros(us);
+        }
+        let rows = run_appendix_on(a, &path, seeds, &mut || {})?;
+        out.push(LoadRow {
+            reenable_us: us,
+            ..summarise_load(load, &rows)
+        });
+        tick();
+    }
+    Ok(out)
+}
+
+/// The re-enable sweep as a Markdown table.
+pub fn md_reenable(rows: &[LoadRow]) -> String {
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                format!("{} ms", num(r.reenable_us as f64 / 1000.0, 2)),
+                num(r.median_abs_error_pct, 1) + " %",
+                num(r.worst_abs_error_pct, 1) + " %",
+                num(r.speed_nbufs1, 3),
+                num(r.speed_nbufs2, 3),
+                num(r.loss_nbufs1, 1),
+                num(r.loss_nbufs2, 1),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "re-enable time",
+            "median abs error",
+            "worst abs error",
+            "Mb/s NBUFS 1 (paper 1.330)",
+            "Mb/s NBUFS 2 (paper 1.024)",
+            "losses NBUFS 1 (paper 16)",
+            "losses NBUFS 2 (paper 133)",
+        ],
+        &body,
+    )
 }
 
 /// The sweep as a Markdown table.

@@ -14,8 +14,9 @@ use crate::rfc1030_timers::{Choice, PolicyRow};
 use crate::rfc1106_sensitivity::{HostTimeRow, NakLossRow};
 use crate::Report;
 
-/// RFC 1030 appendix III, two outstanding buffers: the 3C500's deafness.
-pub fn app_iii_two_buffers(sweep: &[LoadRow]) -> String {
+/// RFC 1030 appendix III, two outstanding buffers: the 3C500's deafness
+/// (`sweep`: the other hosts' load; `reenable`: the board's re-enable time).
+pub fn app_iii_two_buffers(sweep: &[LoadRow], reenable: &[LoadRow]) -> String {
     let range = |f: fn(&LoadRow) -> f64, d: usize| {
         let v: Vec<f64> = sweep.iter().map(f).collect();
         let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
@@ -36,9 +37,34 @@ pub fn app_iii_two_buffers(sweep: &[LoadRow]) -> String {
          and the broadcasts the board must take into its one buffer). With the other hosts' \
          load anywhere in {loads} the 1438-byte two-buffer rows stay at {} Mb/s (paper 1.024) \
          with {} losses per run (paper 133): the load alone cannot make the collapse; a deaf \
-         time of milliseconds per packet, which no seed gives, would be needed.",
+         time of milliseconds per packet, which no seed gives, would be needed. {}",
         range(|r| r.speed_nbufs2, 3),
-        range(|r| r.loss_nbufs2, 1)
+        range(|r| r.loss_nbufs2, 1),
+        reenable_text(reenable)
+    )
+}
+
+/// What the re-enable sweep shows, in one sentence per value.
+fn reenable_text(rows: &[LoadRow]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let pts: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} ms: NBUFS 1 / 2 {} / {} Mb/s, {} losses with NBUFS 2",
+                num(r.reenable_us as f64 / 1000.0, 2),
+                num(r.speed_nbufs1, 3),
+                num(r.speed_nbufs2, 3),
+                num(r.loss_nbufs2, 0)
+            )
+        })
+        .collect();
+    format!(
+        "With the board deaf for a re-enable time after every transmission and copy-out \
+         (paper: NBUFS 1 / 2 1.330 / 1.024 Mb/s, 133 losses): {}.",
+        pts.join("; ")
     )
 }
 
@@ -139,7 +165,10 @@ pub fn rfc1106_nak_drops(rows: &[NakLossRow]) -> String {
 /// The reason an RFC 1030 row is not modelled, if it is not.
 pub fn rfc1030_row(r: &Report, id: &str, row: &RowResult) -> Option<String> {
     match id {
-        "III" if row.nbufs == 2 => Some(app_iii_two_buffers(&r.rfc1030_segment_sweep)),
+        "III" if row.nbufs == 2 => Some(app_iii_two_buffers(
+            &r.rfc1030_segment_sweep,
+            &r.rfc1030_reenable_sweep,
+        )),
         "IV" if row.psz >= 1434 => Some(app_iv_fragmented(&r.rfc1030_data_timers)),
         _ => None,
     }

@@ -158,6 +158,11 @@ pub(crate) struct Host<N> {
     nic_buffers: usize,
     half_duplex: bool,
     nic_loss: f64,
+    /// `HostModel::nic_reenable`.
+    reenable: Duration,
+    /// Input is off until then: the re-enable time after the last
+    /// transmission or copy-out.
+    deaf_until: Option<Instant>,
     rng: ChaCha8Rng,
     job: Job,
     /// A prepared packet waiting to be copied into the interface.
@@ -191,6 +196,8 @@ impl<N: Node> Host<N> {
             nic_buffers: model.nic_buffers.unwrap_or(usize::MAX),
             half_duplex: model.half_duplex,
             nic_loss: model.nic_loss,
+            reenable: model.nic_reenable,
+            deaf_until: None,
             rng: ChaCha8Rng::seed_from_u64(seed),
             job: Job::Idle,
             pending_tx: None,
@@ -363,8 +370,13 @@ impl<N: Node> Host<N> {
 
     pub(crate) fn on_cpu_done(&mut self, now: Instant, w: &mut World) {
         match std::mem::replace(&mut self.job, Job::Idle) {
-            // The buffer is free again; the rest of the receive follows at once.
-            Job::CopyOut(pkt) => self.start_process(now, pkt, w),
+            // The buffer is free again (input is re-enabled after the
+            // interface's re-enable time); the rest of the receive follows
+            // at once.
+            Job::CopyOut(pkt) => {
+                self.start_reenable(now);
+                self.start_process(now, pkt, w);
+            }
             Job::Process(pkt) => {
                 self.stats.packets_received += 1;
                 self.stats.bytes_received += pkt.len() as u64;
@@ -379,6 +391,14 @@ impl<N: Node> Host<N> {
         }
         self.run_cpu(now, w);
         self.refresh_timer(now, w);
+    }
+
+    /// The interface has just finished a transmission or a copy-out: input
+    /// stays off for the re-enable time (`HostModel::nic_reenable`).
+    fn start_reenable(&mut self, now: Instant) {
+        if !self.reenable.is_zero() {
+            self.deaf_until = Some(now + self.reenable);
+        }
     }
 
     /// Queues a loaded packet for transmission (it already holds a buffer).
@@ -410,6 +430,7 @@ impl<N: Node> Host<N> {
     pub(crate) fn on_nic_abort(&mut self, now: Instant, w: &mut World) {
         self.nic_busy = false;
         self.last_tx_end = Some(now);
+        self.start_reenable(now);
         if let Some(pkt) = self.tx.pop_front() {
             self.stats.nic_tx_aborts += 1;
             w.pool.put(pkt);
@@ -424,6 +445,7 @@ impl<N: Node> Host<N> {
     pub(crate) fn on_nic_done(&mut self, now: Instant, link: &mut Link, w: &mut World) {
         self.nic_busy = false;
         self.last_tx_end = Some(now);
+        self.start_reenable(now);
         if let Some(pkt) = self.tx.pop_front() {
             self.stats.packets_sent += 1;
             self.stats.bytes_sent += pkt.len() as u64;
@@ -464,6 +486,16 @@ impl<N: Node> Host<N> {
         w: &mut World,
     ) {
         let header_bits = w.wire_overhead.saturating_mul(8);
+        // Input still off after the last transmission or copy-out: a packet
+        // whose reception began before it was re-enabled is lost.
+        if let Some(until) = self.deaf_until {
+            let start = now - self.serialization(data.len() + w.wire_overhead);
+            if start < until {
+                self.stats.nic_deaf_drops += 1;
+                w.pool.put(data);
+                return;
+            }
+        }
         if self.half_duplex {
             // Reception occupied [now - serialization, now]; any overlap with
             // our own transmission loses it.
