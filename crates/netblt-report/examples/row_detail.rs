@@ -2,7 +2,7 @@
 //! control packets), for finding which mechanism sets a row's figure.
 //!
 //! `cargo run -p netblt-report --example row_detail -- PROFILE BI PSZ NBUFS [XFSZ_KB] [SEEDS]`
-//! (environment: IDEAL_NIC, NO_SEGMENT, REENABLE_US; see below).
+//! (environment: IDEAL_NIC, NO_SEGMENT, REENABLE_US, ONE_MSG; see below).
 
 use netblt_proto::{PacingClock, TransferParams};
 use netblt_report::rfc1030::{path_of, DATA_TIMER};
@@ -57,6 +57,9 @@ fn main() -> anyhow::Result<()> {
         spec.seed = seed;
         spec.pacing_clock = PacingClock::FromActualStart;
         spec.data_timer = DATA_TIMER;
+        // ONE_MSG=1: one control message per CONTROL packet (the 1987
+        // implementation before RFC 1030 §7's packing).
+        spec.one_control_message_per_packet = std::env::var("ONE_MSG").is_ok();
         let r = run_transfer(&spec)?;
         let s = r.sim.unwrap_or_default();
         println!(

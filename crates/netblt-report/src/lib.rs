@@ -64,6 +64,8 @@ pub struct Report {
     pub rfc1030_segment_sweep: Vec<rfc1030_sensitivity::LoadRow>,
     /// Appendix III with the 3C500s' re-enable time swept (not in the tables).
     pub rfc1030_reenable_sweep: Vec<rfc1030_sensitivity::LoadRow>,
+    /// Appendices II-III with one control message per packet (not in the tables).
+    pub rfc1030_control_packing: Vec<rfc1030_sensitivity::PackingRow>,
     /// Appendix IV's BI-90 rows with ten times the transfer size.
     pub rfc1030_wideband_long: Vec<rfc1030_sensitivity::LongRow>,
     /// Appendices II-IV under each receiver data-timer policy.
@@ -106,6 +108,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         .sum::<u64>()
         + rfc1030_sensitivity::LOADS.len() as u64
         + rfc1030_sensitivity::REENABLE_US.len() as u64
+        + 4
         + rfc1030_timers::steps() as u64
         + 7
         + 14
@@ -138,6 +141,14 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         done += 1;
         progress(
             "RFC 1030 appendix III against the 3C500's re-enable time",
+            done,
+            total,
+        );
+    })?;
+    let packing = rfc1030_sensitivity::control_packing(&seeds, &mut || {
+        done += 1;
+        progress(
+            "RFC 1030 appendices II-III, one control message per packet",
             done,
             total,
         );
@@ -198,6 +209,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         rfc1030: rfc1030_out,
         rfc1030_segment_sweep: sweep,
         rfc1030_reenable_sweep: reenable,
+        rfc1030_control_packing: packing,
         rfc1030_wideband_long: long,
         rfc1030_data_timers: timers,
         rfc1030_s8: s8,
@@ -371,6 +383,9 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
             s.push_str(include_str!("notes_rfc1030_reenable.md"));
             s.push('\n');
             s.push_str(&rfc1030_sensitivity::md_reenable(&r.rfc1030_reenable_sweep));
+            s.push_str(include_str!("notes_rfc1030_packing.md"));
+            s.push('\n');
+            s.push_str(&rfc1030_sensitivity::md_packing(&r.rfc1030_control_packing));
         }
         if id == "IV" {
             s.push_str(include_str!("notes_rfc1030_long.md"));

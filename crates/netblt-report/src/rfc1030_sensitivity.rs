@@ -15,7 +15,10 @@
 use serde::Serialize;
 
 use crate::fmt::{error_pct, mean, median, num, table};
-use crate::rfc1030::{self, path_of, run_appendix_on, run_row_on, PaperRow, RowResult};
+use crate::rfc1030::{
+    self, path_of, run_appendix_by, run_appendix_on, run_row_on, run_row_opts, PaperRow, RowResult,
+    DATA_TIMER,
+};
 
 /// Loads (fraction of 10 Mb/s) the other hosts offer in the sweep.
 pub const LOADS: [f64; 5] = [0.0, 0.05, 0.10, 0.20, 0.30];
@@ -292,6 +295,114 @@ pub fn md_long(rows: &[LongRow]) -> String {
             "ours, paper's XFSZ",
             &format!("ours, {LONG_FACTOR}x XFSZ"),
             &format!("#RXM ours, {LONG_FACTOR}x XFSZ"),
+        ],
+        &body,
+    )
+}
+
+/// One appendix with one way of packing the receiver's control messages.
+#[derive(Clone, Debug, Serialize)]
+pub struct PackingRow {
+    /// Appendix ("II" or "III").
+    pub appendix: String,
+    /// Each control message in a CONTROL packet of its own (the 1987
+    /// implementation before RFC 1030 §7's change), or the engine's packing.
+    pub one_message_per_packet: bool,
+    /// Median |SPEED error|, %.
+    pub median_abs_error_pct: f64,
+    /// Worst |SPEED error|, %.
+    pub worst_abs_error_pct: f64,
+    /// Mean Mb/s of the 1438-byte rows, one / two outstanding buffers.
+    pub speed_1438: (f64, f64),
+    /// Mean losses per run of the 1438-byte rows, one / two buffers.
+    pub loss_1438: (f64, f64),
+    /// The paper's means of the same.
+    pub paper_speed_1438: (f64, f64),
+    /// The paper's mean losses of the same.
+    pub paper_loss_1438: (f64, f64),
+}
+
+/// Appendices II and III with the engine's control packing and with one
+/// message per CONTROL packet; `tick` after each run of an appendix.
+pub fn control_packing(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<Vec<PackingRow>> {
+    let mut out = Vec::new();
+    for a in rfc1030::APPENDICES.iter().filter(|a| a.id != "IV") {
+        let path = path_of(a.profile)?;
+        for one in [false, true] {
+            let rows = run_appendix_by(a, seeds, &mut || {}, &mut |row, s| {
+                run_row_opts(&path, row, s, DATA_TIMER, one)
+            })?;
+            tick();
+            let errs: Vec<f64> = rows
+                .iter()
+                .filter_map(|r| r.speed_error_pct.map(f64::abs))
+                .collect();
+            let m = |nbufs: u16, f: &dyn Fn(&RowResult) -> f64| {
+                let v: Vec<f64> = rows
+                    .iter()
+                    .filter(|r| r.psz == 1438 && r.nbufs == nbufs)
+                    .map(f)
+                    .collect();
+                mean(&v)
+            };
+            out.push(PackingRow {
+                appendix: a.id.to_string(),
+                one_message_per_packet: one,
+                median_abs_error_pct: median(errs.clone()),
+                worst_abs_error_pct: errs.iter().copied().fold(0.0, f64::max),
+                speed_1438: (m(1, &|r| r.ours.speed), m(2, &|r| r.ours.speed)),
+                loss_1438: (m(1, &|r| r.ours.loss), m(2, &|r| r.ours.loss)),
+                paper_speed_1438: (m(1, &|r| r.paper_speed), m(2, &|r| r.paper_speed)),
+                paper_loss_1438: (
+                    m(1, &|r| f64::from(r.paper_loss)),
+                    m(2, &|r| f64::from(r.paper_loss)),
+                ),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The packing comparison as a Markdown table.
+pub fn md_packing(rows: &[PackingRow]) -> String {
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.appendix.clone(),
+                if r.one_message_per_packet {
+                    "one message per packet (1987, before §7's change)"
+                } else {
+                    "engine: OK(n) with GO(n+k), unACKed messages repeated (the tables)"
+                }
+                .to_string(),
+                num(r.median_abs_error_pct, 1) + " %",
+                num(r.worst_abs_error_pct, 1) + " %",
+                format!(
+                    "{} / {} (paper {} / {})",
+                    num(r.speed_1438.0, 3),
+                    num(r.speed_1438.1, 3),
+                    num(r.paper_speed_1438.0, 3),
+                    num(r.paper_speed_1438.1, 3)
+                ),
+                format!(
+                    "{} / {} (paper {} / {})",
+                    num(r.loss_1438.0, 1),
+                    num(r.loss_1438.1, 1),
+                    num(r.paper_loss_1438.0, 0),
+                    num(r.paper_loss_1438.1, 0)
+                ),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "appendix",
+            "receiver's control packets",
+            "median abs error",
+            "worst abs error",
+            "Mb/s 1438-byte rows, NBUFS 1 / 2",
+            "losses per run, NBUFS 1 / 2",
         ],
         &body,
     )
