@@ -66,6 +66,8 @@ pub struct Report {
     pub rfc1030_reenable_sweep: Vec<rfc1030_sensitivity::LoadRow>,
     /// Appendices II-III with one control message per packet (not in the tables).
     pub rfc1030_control_packing: Vec<rfc1030_sensitivity::PackingRow>,
+    /// Appendix IV with extra random channel loss (not in the tables).
+    pub rfc1030_wideband_loss: Vec<rfc1030_sensitivity::WidebandLossRow>,
     /// Appendix IV's BI-90 rows with ten times the transfer size.
     pub rfc1030_wideband_long: Vec<rfc1030_sensitivity::LongRow>,
     /// Appendices II-IV under each receiver data-timer policy.
@@ -109,6 +111,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         + rfc1030_sensitivity::LOADS.len() as u64
         + rfc1030_sensitivity::REENABLE_US.len() as u64
         + 4
+        + rfc1030_sensitivity::WIDEBAND_LOSS.len() as u64
         + rfc1030_timers::steps() as u64
         + 7
         + 14
@@ -152,6 +155,10 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
             done,
             total,
         );
+    })?;
+    let wloss = rfc1030_sensitivity::wideband_loss_sweep(&seeds, &mut || {
+        done += 1;
+        progress("RFC 1030 appendix IV with extra channel loss", done, total);
     })?;
     let short = rfc1030_out
         .iter()
@@ -210,6 +217,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         rfc1030_segment_sweep: sweep,
         rfc1030_reenable_sweep: reenable,
         rfc1030_control_packing: packing,
+        rfc1030_wideband_loss: wloss,
         rfc1030_wideband_long: long,
         rfc1030_data_timers: timers,
         rfc1030_s8: s8,
@@ -391,6 +399,11 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
             s.push_str(include_str!("notes_rfc1030_long.md"));
             s.push('\n');
             s.push_str(&rfc1030_sensitivity::md_long(&r.rfc1030_wideband_long));
+            s.push_str(include_str!("notes_rfc1030_wideband_rate.md"));
+            s.push('\n');
+            s.push_str(&rfc1030_sensitivity::md_wideband_loss(
+                &r.rfc1030_wideband_loss,
+            ));
         }
     }
     s.push_str(include_str!("notes_rfc1030_timers.md"));
@@ -406,6 +419,8 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
         "\n### Table I: RTT test to Fishonaplatter (756-byte windows both ways)\n"
     );
     s.push_str(&xunet::md_table_i(&r.xunet_table_i));
+    s.push('\n');
+    s.push_str(&unmodellable::xunet_fixed_cost(&r.xunet_table_i));
     let _ = writeln!(
         s,
         "\n### Before the change: 84-byte windows both ways (§2.5.2)\n"
