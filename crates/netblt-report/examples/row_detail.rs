@@ -2,7 +2,7 @@
 //! control packets), for finding which mechanism sets a row's figure.
 //!
 //! `cargo run -p netblt-report --example row_detail -- PROFILE BI PSZ NBUFS [XFSZ_KB] [SEEDS]`
-//! (environment: IDEAL_NIC, NO_SEGMENT, REENABLE_US, ONE_MSG; see below).
+//! (environment: IDEAL_NIC, NO_SEGMENT, REENABLE_US, ONE_MSG, BCAST; see below).
 
 use netblt_proto::{PacingClock, TransferParams};
 use netblt_report::rfc1030::{path_of, DATA_TIMER};
@@ -47,6 +47,16 @@ fn main() -> anyhow::Result<()> {
     {
         for h in [&mut path.host_a, &mut path.host_b] {
             h.nic_reenable = std::time::Duration::from_micros(us);
+        }
+    }
+    // BCAST=n: the other stations send n broadcasts a second that both
+    // hosts take in (`CrossTraffic::broadcasts_per_s`).
+    if let Some(b) = std::env::var("BCAST")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+    {
+        if let Some(seg) = path.segment.as_mut() {
+            seg.cross.broadcasts_per_s = b;
         }
     }
     if std::env::var("NO_SEGMENT").is_ok() {

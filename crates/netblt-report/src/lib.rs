@@ -64,6 +64,8 @@ pub struct Report {
     pub rfc1030_segment_sweep: Vec<rfc1030_sensitivity::LoadRow>,
     /// Appendix III with the 3C500s' re-enable time swept (not in the tables).
     pub rfc1030_reenable_sweep: Vec<rfc1030_sensitivity::LoadRow>,
+    /// Appendix III with Subnet 26's broadcasts swept (not in the tables).
+    pub rfc1030_broadcast_sweep: Vec<rfc1030_sensitivity::LoadRow>,
     /// Appendices II-III with one control message per packet (not in the tables).
     pub rfc1030_control_packing: Vec<rfc1030_sensitivity::PackingRow>,
     /// Appendix IV with extra random channel loss (not in the tables).
@@ -110,6 +112,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         .sum::<u64>()
         + rfc1030_sensitivity::LOADS.len() as u64
         + rfc1030_sensitivity::REENABLE_US.len() as u64
+        + rfc1030_sensitivity::BROADCASTS.len() as u64
         + 4
         + rfc1030_sensitivity::WIDEBAND_LOSS.len() as u64
         + rfc1030_timers::steps() as u64
@@ -144,6 +147,14 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         done += 1;
         progress(
             "RFC 1030 appendix III against the 3C500's re-enable time",
+            done,
+            total,
+        );
+    })?;
+    let bcast = rfc1030_sensitivity::broadcast_sweep(&seeds, &mut || {
+        done += 1;
+        progress(
+            "RFC 1030 appendix III against Subnet 26's broadcasts",
             done,
             total,
         );
@@ -216,6 +227,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         rfc1030: rfc1030_out,
         rfc1030_segment_sweep: sweep,
         rfc1030_reenable_sweep: reenable,
+        rfc1030_broadcast_sweep: bcast,
         rfc1030_control_packing: packing,
         rfc1030_wideband_loss: wloss,
         rfc1030_wideband_long: long,
@@ -391,6 +403,11 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
             s.push_str(include_str!("notes_rfc1030_reenable.md"));
             s.push('\n');
             s.push_str(&rfc1030_sensitivity::md_reenable(&r.rfc1030_reenable_sweep));
+            s.push_str(include_str!("notes_rfc1030_broadcasts.md"));
+            s.push('\n');
+            s.push_str(&rfc1030_sensitivity::md_broadcasts(
+                &r.rfc1030_broadcast_sweep,
+            ));
             s.push_str(include_str!("notes_rfc1030_packing.md"));
             s.push('\n');
             s.push_str(&rfc1030_sensitivity::md_packing(&r.rfc1030_control_packing));

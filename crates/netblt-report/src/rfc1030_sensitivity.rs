@@ -27,6 +27,10 @@ pub const LOADS: [f64; 5] = [0.0, 0.05, 0.10, 0.20, 0.30];
 /// (`HostModel::nic_reenable`; the profile's own is zero).
 pub const REENABLE_US: [u64; 6] = [0, 250, 500, 1000, 1500, 2000];
 
+/// Broadcasts per second the Subnet 26 broadcast sweep tries
+/// (`CrossTraffic::broadcasts_per_s`; the profile's own is zero).
+pub const BROADCASTS: [f64; 5] = [0.0, 2.0, 5.0, 10.0, 20.0];
+
 /// How much longer the Wideband transfers are in the long runs.
 pub const LONG_FACTOR: u64 = 10;
 
@@ -38,6 +42,8 @@ pub struct LoadRow {
     pub load: f64,
     /// Both 3C500s' re-enable time, microseconds (0: the profile's).
     pub reenable_us: u64,
+    /// Other stations' broadcasts per second (0: the profile's).
+    pub broadcasts_per_s: f64,
     /// Median |SPEED error| over the appendix's rows, %.
     pub median_abs_error_pct: f64,
     /// Worst |SPEED error|, %.
@@ -76,6 +82,7 @@ fn summarise_load(load: f64, rows: &[RowResult]) -> LoadRow {
     LoadRow {
         load,
         reenable_us: 0,
+        broadcasts_per_s: 0.0,
         median_abs_error_pct: median(errs.clone()),
         worst_abs_error_pct: errs.iter().copied().fold(0.0, f64::max),
         speed_nbufs1: pick(1, &|r| r.ours.speed),
@@ -131,6 +138,63 @@ pub fn reenable_sweep(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<V
         tick();
     }
     Ok(out)
+}
+
+/// Reruns appendix III at the profile's load with the other stations
+/// sending each of [`BROADCASTS`] broadcasts a second, which both PC/ATs'
+/// 3C500s take into their one buffer (RFC 1030 §6's "somewhat noisy"
+/// Subnet 26 has no figure); `tick` after each value.
+pub fn broadcast_sweep(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<Vec<LoadRow>> {
+    let a = rfc1030::APPENDICES
+        .iter()
+        .find(|a| a.id == "III")
+        .ok_or_else(|| anyhow::anyhow!("no appendix III"))?;
+    let base = path_of(a.profile)?;
+    let load = base.segment.as_ref().map_or(0.0, |s| s.cross.load);
+    let mut out = Vec::new();
+    for b in BROADCASTS {
+        let mut path = base.clone();
+        if let Some(seg) = path.segment.as_mut() {
+            seg.cross.broadcasts_per_s = b;
+        }
+        let rows = run_appendix_on(a, &path, seeds, &mut || {})?;
+        out.push(LoadRow {
+            broadcasts_per_s: b,
+            ..summarise_load(load, &rows)
+        });
+        tick();
+    }
+    Ok(out)
+}
+
+/// The broadcast sweep as a Markdown table.
+pub fn md_broadcasts(rows: &[LoadRow]) -> String {
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                format!("{} /s", num(r.broadcasts_per_s, 0)),
+                num(r.median_abs_error_pct, 1) + " %",
+                num(r.worst_abs_error_pct, 1) + " %",
+                num(r.speed_nbufs1, 3),
+                num(r.speed_nbufs2, 3),
+                num(r.loss_nbufs1, 1),
+                num(r.loss_nbufs2, 1),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "broadcasts",
+            "median abs error",
+            "worst abs error",
+            "Mb/s NBUFS 1 (paper 1.330)",
+            "Mb/s NBUFS 2 (paper 1.024)",
+            "losses NBUFS 1 (paper 16)",
+            "losses NBUFS 2 (paper 133)",
+        ],
+        &body,
+    )
 }
 
 /// The re-enable sweep as a Markdown table.

@@ -16,7 +16,11 @@ use crate::Report;
 
 /// RFC 1030 appendix III, two outstanding buffers: the 3C500's deafness
 /// (`sweep`: the other hosts' load; `reenable`: the board's re-enable time).
-pub fn app_iii_two_buffers(sweep: &[LoadRow], reenable: &[LoadRow]) -> String {
+pub fn app_iii_two_buffers(
+    sweep: &[LoadRow],
+    reenable: &[LoadRow],
+    broadcasts: &[LoadRow],
+) -> String {
     let range = |f: fn(&LoadRow) -> f64, d: usize| {
         let v: Vec<f64> = sweep.iter().map(f).collect();
         let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
@@ -37,10 +41,36 @@ pub fn app_iii_two_buffers(sweep: &[LoadRow], reenable: &[LoadRow]) -> String {
          and the broadcasts the board must take into its one buffer). With the other hosts' \
          load anywhere in {loads} the 1438-byte two-buffer rows stay at {} Mb/s (paper 1.024) \
          with {} losses per run (paper 133): the load alone cannot make the collapse; a deaf \
-         time of milliseconds per packet, which no seed gives, would be needed. {}",
+         time of milliseconds per packet, which no seed gives, would be needed. {} {}",
         range(|r| r.speed_nbufs2, 3),
         range(|r| r.loss_nbufs2, 1),
-        reenable_text(reenable)
+        reenable_text(reenable),
+        broadcast_text(broadcasts)
+    )
+}
+
+/// What the broadcast sweep shows.
+fn broadcast_text(rows: &[LoadRow]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let pts: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{}/s: NBUFS 1 / 2 {} / {} Mb/s, losses {} / {}",
+                num(r.broadcasts_per_s, 0),
+                num(r.speed_nbufs1, 3),
+                num(r.speed_nbufs2, 3),
+                num(r.loss_nbufs1, 0),
+                num(r.loss_nbufs2, 0)
+            )
+        })
+        .collect();
+    format!(
+        "With Subnet 26's other stations sending broadcasts that both boards must take in \
+         (paper: losses 16 / 133): {}.",
+        pts.join("; ")
     )
 }
 
@@ -168,6 +198,7 @@ pub fn rfc1030_row(r: &Report, id: &str, row: &RowResult) -> Option<String> {
         "III" if row.nbufs == 2 => Some(app_iii_two_buffers(
             &r.rfc1030_segment_sweep,
             &r.rfc1030_reenable_sweep,
+            &r.rfc1030_broadcast_sweep,
         )),
         "IV" if row.psz >= 1434 => Some(app_iv_fragmented(&r.rfc1030_data_timers)),
         _ => None,
