@@ -143,7 +143,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
             total,
         );
     })?;
-    let reenable = rfc1030_sensitivity::reenable_sweep(&seeds, &mut || {
+    let reenable = rfc1030_sensitivity::reenable_sweep(&seeds, opts.quick, &mut || {
         done += 1;
         progress(
             "RFC 1030 appendix III against the 3C500's re-enable time",
@@ -151,7 +151,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
             total,
         );
     })?;
-    let bcast = rfc1030_sensitivity::broadcast_sweep(&seeds, &mut || {
+    let bcast = rfc1030_sensitivity::broadcast_sweep(&seeds, opts.quick, &mut || {
         done += 1;
         progress(
             "RFC 1030 appendix III against Subnet 26's broadcasts",
@@ -167,7 +167,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
             total,
         );
     })?;
-    let wloss = rfc1030_sensitivity::wideband_loss_sweep(&seeds, &mut || {
+    let wloss = rfc1030_sensitivity::wideband_loss_sweep(&seeds, opts.quick, &mut || {
         done += 1;
         progress("RFC 1030 appendix IV with extra channel loss", done, total);
     })?;

@@ -34,6 +34,15 @@ pub const BROADCASTS: [f64; 5] = [0.0, 2.0, 5.0, 10.0, 20.0];
 /// How much longer the Wideband transfers are in the long runs.
 pub const LONG_FACTOR: u64 = 10;
 
+/// The values of a sweep to run: all of them, or in a quick report only the
+/// first and the last (the range's ends).
+pub fn sweep_values<T: Copy>(all: &[T], quick: bool) -> Vec<T> {
+    match (quick, all.first(), all.last()) {
+        (true, Some(&a), Some(&b)) if all.len() > 2 => vec![a, b],
+        _ => all.to_vec(),
+    }
+}
+
 /// Appendix III at one cross-traffic load (or, in the re-enable sweep,
 /// at the profile's load with one re-enable time).
 #[derive(Clone, Debug, Serialize)]
@@ -117,7 +126,11 @@ pub fn segment_sweep(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<Ve
 /// each of [`REENABLE_US`] after every transmission and copy-out (RFC 1030
 /// §7's "long interface re-enable time", which no seed quantifies); `tick`
 /// after each value.
-pub fn reenable_sweep(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<Vec<LoadRow>> {
+pub fn reenable_sweep(
+    seeds: &[u64],
+    quick: bool,
+    tick: &mut dyn FnMut(),
+) -> anyhow::Result<Vec<LoadRow>> {
     let a = rfc1030::APPENDICES
         .iter()
         .find(|a| a.id == "III")
@@ -125,7 +138,7 @@ pub fn reenable_sweep(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<V
     let base = path_of(a.profile)?;
     let load = base.segment.as_ref().map_or(0.0, |s| s.cross.load);
     let mut out = Vec::new();
-    for us in REENABLE_US {
+    for us in sweep_values(&REENABLE_US, quick) {
         let mut path = base.clone();
         for h in [&mut path.host_a, &mut path.host_b] {
             h.nic_reenable = std::time::Duration::from_micros(us);
@@ -144,7 +157,11 @@ pub fn reenable_sweep(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<V
 /// sending each of [`BROADCASTS`] broadcasts a second, which both PC/ATs'
 /// 3C500s take into their one buffer (RFC 1030 §6's "somewhat noisy"
 /// Subnet 26 has no figure); `tick` after each value.
-pub fn broadcast_sweep(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<Vec<LoadRow>> {
+pub fn broadcast_sweep(
+    seeds: &[u64],
+    quick: bool,
+    tick: &mut dyn FnMut(),
+) -> anyhow::Result<Vec<LoadRow>> {
     let a = rfc1030::APPENDICES
         .iter()
         .find(|a| a.id == "III")
@@ -152,7 +169,7 @@ pub fn broadcast_sweep(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<
     let base = path_of(a.profile)?;
     let load = base.segment.as_ref().map_or(0.0, |s| s.cross.load);
     let mut out = Vec::new();
-    for b in BROADCASTS {
+    for b in sweep_values(&BROADCASTS, quick) {
         let mut path = base.clone();
         if let Some(seg) = path.segment.as_mut() {
             seg.cross.broadcasts_per_s = b;
@@ -499,6 +516,7 @@ pub struct WidebandLossRow {
 /// #LOSS is 1-12 % of the packets and the seeds give no other source.
 pub fn wideband_loss_sweep(
     seeds: &[u64],
+    quick: bool,
     tick: &mut dyn FnMut(),
 ) -> anyhow::Result<Vec<WidebandLossRow>> {
     let a = rfc1030::APPENDICES
@@ -507,7 +525,7 @@ pub fn wideband_loss_sweep(
         .ok_or_else(|| anyhow::anyhow!("no appendix IV"))?;
     let base = path_of(a.profile)?;
     let mut out = Vec::new();
-    for p in WIDEBAND_LOSS {
+    for p in sweep_values(&WIDEBAND_LOSS, quick) {
         let mut path = base.clone();
         if p > 0.0 {
             path.forward.loss = netblt_link::LossModel::Bernoulli { p };

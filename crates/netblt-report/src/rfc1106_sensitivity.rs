@@ -100,7 +100,7 @@ fn run_one(
 /// The host-time sweep: window-limited rows of Figure 1's no-error column.
 pub fn host_time(seed: u64, quick: bool) -> anyhow::Result<Vec<HostTimeRow>> {
     let mut out = Vec::new();
-    for &d in &EXTRA_RTT_MS {
+    for d in crate::rfc1030_sensitivity::sweep_values(&EXTRA_RTT_MS, quick) {
         for &w in &WINDOW_LIMITED_K {
             let wi = WINDOWS_K.iter().position(|&x| x == w).unwrap_or(0);
             let ours = run_one(w, false, 0.0, Duration::from_millis(d), 0.0, seed, quick)?;
@@ -118,7 +118,7 @@ pub fn host_time(seed: u64, quick: bool) -> anyhow::Result<Vec<HostTimeRow>> {
 /// The NAK-loss sweep: Figure 2's 1e-6 column with ACKs lost besides.
 pub fn nak_loss(seeds: &[u64], quick: bool) -> anyhow::Result<Vec<NakLossRow>> {
     let mut out = Vec::new();
-    for &q in &ACK_LOSS {
+    for q in crate::rfc1030_sensitivity::sweep_values(&ACK_LOSS, quick) {
         let (mut papers, mut ours, mut errs) = (vec![], vec![], vec![]);
         for (wi, &w) in WINDOWS_K.iter().enumerate() {
             let mut v = Vec::new();

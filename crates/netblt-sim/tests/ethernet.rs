@@ -179,8 +179,16 @@ fn other_stations_broadcasts_reach_both_hosts_and_stop_when_idle() {
     assert_eq!(out, Outcome::Idle);
     let s = sim.stats();
     // About 20 broadcasts in the ~10 ms A is busy, and then no more.
-    assert!(s.host_a.packets_received >= 5, "{}", s.host_a.packets_received);
-    assert!(s.host_a.packets_received <= 60, "{}", s.host_a.packets_received);
+    assert!(
+        s.host_a.packets_received >= 5,
+        "{}",
+        s.host_a.packets_received
+    );
+    assert!(
+        s.host_a.packets_received <= 60,
+        "{}",
+        s.host_a.packets_received
+    );
     assert!(s.host_b.packets_received >= 10 + 5);
     assert!(sim.now() < netblt_sim::Instant::ZERO + Duration::from_secs(1));
 }
