@@ -17,8 +17,10 @@ pub mod rfc1030_s8;
 pub mod rfc1030_sensitivity;
 pub mod rfc1030_timers;
 pub mod rfc1106;
+pub mod rfc1106_sensitivity;
 pub mod rfc415;
 pub mod summary;
+pub mod unmodellable;
 pub mod xunet;
 
 use std::fmt::Write as _;
@@ -60,6 +62,14 @@ pub struct Report {
     pub rfc1030: Vec<(String, Vec<rfc1030::RowResult>)>,
     /// Appendix III rerun with the other Subnet 26 hosts' load from 0 to 30 %.
     pub rfc1030_segment_sweep: Vec<rfc1030_sensitivity::LoadRow>,
+    /// Appendix III with the 3C500s' re-enable time swept (not in the tables).
+    pub rfc1030_reenable_sweep: Vec<rfc1030_sensitivity::LoadRow>,
+    /// Appendix III with Subnet 26's broadcasts swept (not in the tables).
+    pub rfc1030_broadcast_sweep: Vec<rfc1030_sensitivity::LoadRow>,
+    /// Appendices II-III with one control message per packet (not in the tables).
+    pub rfc1030_control_packing: Vec<rfc1030_sensitivity::PackingRow>,
+    /// Appendix IV with extra random channel loss (not in the tables).
+    pub rfc1030_wideband_loss: Vec<rfc1030_sensitivity::WidebandLossRow>,
     /// Appendix IV's BI-90 rows with ten times the transfer size.
     pub rfc1030_wideband_long: Vec<rfc1030_sensitivity::LongRow>,
     /// Appendices II-IV under each receiver data-timer policy.
@@ -78,6 +88,10 @@ pub struct Report {
     pub xunet_table_iv: Vec<xunet::TransferRow>,
     /// RFC 1106's Figures 1 and 2, cell by cell.
     pub rfc1106: Vec<rfc1106::Cell>,
+    /// RFC 1106's window-limited no-error rows with longer round trips.
+    pub rfc1106_host_time: Vec<rfc1106_sensitivity::HostTimeRow>,
+    /// RFC 1106's NAK column at 1e-6 with ACKs (and NAKs) lost besides.
+    pub rfc1106_nak_loss: Vec<rfc1106_sensitivity::NakLossRow>,
     /// RFC 415's table measured on this machine.
     pub rfc415: Vec<netblt_measure::cpu::CpuRow>,
     /// Why RFC 415's measurement failed, if it did.
@@ -97,6 +111,10 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         .map(|a| rfc1030::distinct_inputs(a) as u64)
         .sum::<u64>()
         + rfc1030_sensitivity::LOADS.len() as u64
+        + rfc1030_sensitivity::REENABLE_US.len() as u64
+        + rfc1030_sensitivity::BROADCASTS.len() as u64
+        + 4
+        + rfc1030_sensitivity::WIDEBAND_LOSS.len() as u64
         + rfc1030_timers::steps() as u64
         + 7
         + 14
@@ -124,6 +142,34 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
             done,
             total,
         );
+    })?;
+    let reenable = rfc1030_sensitivity::reenable_sweep(&seeds, opts.quick, &mut || {
+        done += 1;
+        progress(
+            "RFC 1030 appendix III against the 3C500's re-enable time",
+            done,
+            total,
+        );
+    })?;
+    let bcast = rfc1030_sensitivity::broadcast_sweep(&seeds, opts.quick, &mut || {
+        done += 1;
+        progress(
+            "RFC 1030 appendix III against Subnet 26's broadcasts",
+            done,
+            total,
+        );
+    })?;
+    let packing = rfc1030_sensitivity::control_packing(&seeds, &mut || {
+        done += 1;
+        progress(
+            "RFC 1030 appendices II-III, one control message per packet",
+            done,
+            total,
+        );
+    })?;
+    let wloss = rfc1030_sensitivity::wideband_loss_sweep(&seeds, opts.quick, &mut || {
+        done += 1;
+        progress("RFC 1030 appendix IV with extra channel loss", done, total);
     })?;
     let short = rfc1030_out
         .iter()
@@ -163,6 +209,9 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
     })?;
     progress("RFC 1106 (4.3BSD TCP, Big Windows, NAKs)", done, total);
     let r1106 = rfc1106::run(&seeds, opts.quick)?;
+    let host_time =
+        rfc1106_sensitivity::host_time(seeds.first().copied().unwrap_or(1), opts.quick)?;
+    let nak_loss = rfc1106_sensitivity::nak_loss(&seeds, opts.quick)?;
     done += 1;
     progress("RFC 415 (TCP over loopback)", done, total);
     let (cpu, cpu_err) = match rfc415::run(if opts.quick { 4 << 20 } else { 64 << 20 }) {
@@ -177,6 +226,10 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         seeds,
         rfc1030: rfc1030_out,
         rfc1030_segment_sweep: sweep,
+        rfc1030_reenable_sweep: reenable,
+        rfc1030_broadcast_sweep: bcast,
+        rfc1030_control_packing: packing,
+        rfc1030_wideband_loss: wloss,
         rfc1030_wideband_long: long,
         rfc1030_data_timers: timers,
         rfc1030_s8: s8,
@@ -186,6 +239,8 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         xunet_table_iii: t3,
         xunet_table_iv: t4,
         rfc1106: r1106,
+        rfc1106_host_time: host_time,
+        rfc1106_nak_loss: nak_loss,
         rfc415: cpu,
         rfc415_error: cpu_err,
         figures: Vec::new(),
@@ -345,11 +400,27 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
             s.push_str(include_str!("notes_rfc1030_sweep.md"));
             s.push('\n');
             s.push_str(&rfc1030_sensitivity::md_sweep(&r.rfc1030_segment_sweep));
+            s.push_str(include_str!("notes_rfc1030_reenable.md"));
+            s.push('\n');
+            s.push_str(&rfc1030_sensitivity::md_reenable(&r.rfc1030_reenable_sweep));
+            s.push_str(include_str!("notes_rfc1030_broadcasts.md"));
+            s.push('\n');
+            s.push_str(&rfc1030_sensitivity::md_broadcasts(
+                &r.rfc1030_broadcast_sweep,
+            ));
+            s.push_str(include_str!("notes_rfc1030_packing.md"));
+            s.push('\n');
+            s.push_str(&rfc1030_sensitivity::md_packing(&r.rfc1030_control_packing));
         }
         if id == "IV" {
             s.push_str(include_str!("notes_rfc1030_long.md"));
             s.push('\n');
             s.push_str(&rfc1030_sensitivity::md_long(&r.rfc1030_wideband_long));
+            s.push_str(include_str!("notes_rfc1030_wideband_rate.md"));
+            s.push('\n');
+            s.push_str(&rfc1030_sensitivity::md_wideband_loss(
+                &r.rfc1030_wideband_loss,
+            ));
         }
     }
     s.push_str(include_str!("notes_rfc1030_timers.md"));
@@ -365,6 +436,8 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
         "\n### Table I: RTT test to Fishonaplatter (756-byte windows both ways)\n"
     );
     s.push_str(&xunet::md_table_i(&r.xunet_table_i));
+    s.push('\n');
+    s.push_str(&unmodellable::xunet_fixed_cost(&r.xunet_table_i));
     let _ = writeln!(
         s,
         "\n### Before the change: 84-byte windows both ways (§2.5.2)\n"
@@ -405,6 +478,18 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
         "\n### What happened in our runs (per run, mean over seeds)\n"
     );
     s.push_str(&rfc1106::md_counts(&r.rfc1106));
+    s.push_str(include_str!("notes_rfc1106_sensitivity.md"));
+    let _ = writeln!(
+        s,
+        "\n#### Figure 1's window-limited rows with a longer round trip (no errors; seed {})\n",
+        r.seeds.first().copied().unwrap_or(1)
+    );
+    s.push_str(&rfc1106_sensitivity::md_host_time(&r.rfc1106_host_time));
+    let _ = writeln!(
+        s,
+        "\n#### Figure 2's 1e-6 column with ACKs (and their NAKs) lost besides bit errors\n"
+    );
+    s.push_str(&rfc1106_sensitivity::md_nak_loss(&r.rfc1106_nak_loss));
     s.push_str(include_str!("notes_rfc415.md"));
     match &r.rfc415_error {
         Some(e) => {

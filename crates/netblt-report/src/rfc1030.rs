@@ -290,6 +290,19 @@ pub fn run_row_with(
     seeds: &[u64],
     data_timer: DataTimerPolicy,
 ) -> anyhow::Result<Ours> {
+    run_row_opts(path, row, seeds, data_timer, false)
+}
+
+/// [`run_row_with`], and with each control message in a CONTROL packet of
+/// its own when `one_message_per_packet` (the 1987 implementation before RFC
+/// 1030 §7's packing; `TransferSpec::one_control_message_per_packet`).
+pub fn run_row_opts(
+    path: &PathConfig,
+    row: &PaperRow,
+    seeds: &[u64],
+    data_timer: DataTimerPolicy,
+    one_message_per_packet: bool,
+) -> anyhow::Result<Ours> {
     let params = TransferParams {
         packet_size: row.psz,
         buffer_size: row.bfsz,
@@ -306,6 +319,7 @@ pub fn run_row_with(
         spec.seed = seed;
         spec.pacing_clock = PacingClock::FromActualStart;
         spec.data_timer = data_timer;
+        spec.one_control_message_per_packet = one_message_per_packet;
         let rep = run_transfer(&spec)?;
         match (rep.verified, rep.steady_throughput_bps) {
             (true, Some(bps)) => speed.push(bps / 1e6),
@@ -379,6 +393,18 @@ pub fn run_appendix_on(
     seeds: &[u64],
     tick: &mut dyn FnMut(),
 ) -> anyhow::Result<Vec<RowResult>> {
+    run_appendix_by(a, seeds, tick, &mut |row, seeds| {
+        run_row_on(path, row, seeds)
+    })
+}
+
+/// Runs every row of an appendix with `run` (one row's inputs over seeds).
+pub fn run_appendix_by(
+    a: &Appendix,
+    seeds: &[u64],
+    tick: &mut dyn FnMut(),
+    run: &mut dyn FnMut(&PaperRow, &[u64]) -> anyhow::Result<Ours>,
+) -> anyhow::Result<Vec<RowResult>> {
     let seeds: &[u64] = if a.random {
         seeds
     } else {
@@ -391,7 +417,7 @@ pub fn run_appendix_on(
         let ours = match cache.iter().find(|(ck, _)| *ck == k) {
             Some((_, o)) => o.clone(),
             None => {
-                let o = run_row_on(path, row, seeds)?;
+                let o = run(row, seeds)?;
                 tick();
                 cache.push((k, o.clone()));
                 o

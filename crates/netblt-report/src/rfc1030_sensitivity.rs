@@ -15,19 +15,44 @@
 use serde::Serialize;
 
 use crate::fmt::{error_pct, mean, median, num, table};
-use crate::rfc1030::{self, path_of, run_appendix_on, run_row_on, PaperRow, RowResult};
+use crate::rfc1030::{
+    self, path_of, run_appendix_by, run_appendix_on, run_row_on, run_row_opts, PaperRow, RowResult,
+    DATA_TIMER,
+};
 
 /// Loads (fraction of 10 Mb/s) the other hosts offer in the sweep.
 pub const LOADS: [f64; 5] = [0.0, 0.05, 0.10, 0.20, 0.30];
 
+/// Re-enable times (microseconds) the 3C500 sweep tries
+/// (`HostModel::nic_reenable`; the profile's own is zero).
+pub const REENABLE_US: [u64; 6] = [0, 250, 500, 1000, 1500, 2000];
+
+/// Broadcasts per second the Subnet 26 broadcast sweep tries
+/// (`CrossTraffic::broadcasts_per_s`; the profile's own is zero).
+pub const BROADCASTS: [f64; 5] = [0.0, 2.0, 5.0, 10.0, 20.0];
+
 /// How much longer the Wideband transfers are in the long runs.
 pub const LONG_FACTOR: u64 = 10;
 
-/// Appendix III at one cross-traffic load.
+/// The values of a sweep to run: all of them, or in a quick report only the
+/// first and the last (the range's ends).
+pub fn sweep_values<T: Copy>(all: &[T], quick: bool) -> Vec<T> {
+    match (quick, all.first(), all.last()) {
+        (true, Some(&a), Some(&b)) if all.len() > 2 => vec![a, b],
+        _ => all.to_vec(),
+    }
+}
+
+/// Appendix III at one cross-traffic load (or, in the re-enable sweep,
+/// at the profile's load with one re-enable time).
 #[derive(Clone, Debug, Serialize)]
 pub struct LoadRow {
     /// Other hosts' offered load, fraction of 10 Mb/s.
     pub load: f64,
+    /// Both 3C500s' re-enable time, microseconds (0: the profile's).
+    pub reenable_us: u64,
+    /// Other stations' broadcasts per second (0: the profile's).
+    pub broadcasts_per_s: f64,
     /// Median |SPEED error| over the appendix's rows, %.
     pub median_abs_error_pct: f64,
     /// Worst |SPEED error|, %.
@@ -65,6 +90,8 @@ fn summarise_load(load: f64, rows: &[RowResult]) -> LoadRow {
         .collect();
     LoadRow {
         load,
+        reenable_us: 0,
+        broadcasts_per_s: 0.0,
         median_abs_error_pct: median(errs.clone()),
         worst_abs_error_pct: errs.iter().copied().fold(0.0, f64::max),
         speed_nbufs1: pick(1, &|r| r.ours.speed),
@@ -93,6 +120,128 @@ pub fn segment_sweep(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<Ve
         tick();
     }
     Ok(out)
+}
+
+/// Reruns appendix III at the profile's load with both 3C500s deaf for
+/// each of [`REENABLE_US`] after every transmission and copy-out (RFC 1030
+/// §7's "long interface re-enable time", which no seed quantifies); `tick`
+/// after each value.
+pub fn reenable_sweep(
+    seeds: &[u64],
+    quick: bool,
+    tick: &mut dyn FnMut(),
+) -> anyhow::Result<Vec<LoadRow>> {
+    let a = rfc1030::APPENDICES
+        .iter()
+        .find(|a| a.id == "III")
+        .ok_or_else(|| anyhow::anyhow!("no appendix III"))?;
+    let base = path_of(a.profile)?;
+    let load = base.segment.as_ref().map_or(0.0, |s| s.cross.load);
+    let mut out = Vec::new();
+    for us in sweep_values(&REENABLE_US, quick) {
+        let mut path = base.clone();
+        for h in [&mut path.host_a, &mut path.host_b] {
+            h.nic_reenable = std::time::Duration::from_micros(us);
+        }
+        let rows = run_appendix_on(a, &path, seeds, &mut || {})?;
+        out.push(LoadRow {
+            reenable_us: us,
+            ..summarise_load(load, &rows)
+        });
+        tick();
+    }
+    Ok(out)
+}
+
+/// Reruns appendix III at the profile's load with the other stations
+/// sending each of [`BROADCASTS`] broadcasts a second, which both PC/ATs'
+/// 3C500s take into their one buffer (RFC 1030 §6's "somewhat noisy"
+/// Subnet 26 has no figure); `tick` after each value.
+pub fn broadcast_sweep(
+    seeds: &[u64],
+    quick: bool,
+    tick: &mut dyn FnMut(),
+) -> anyhow::Result<Vec<LoadRow>> {
+    let a = rfc1030::APPENDICES
+        .iter()
+        .find(|a| a.id == "III")
+        .ok_or_else(|| anyhow::anyhow!("no appendix III"))?;
+    let base = path_of(a.profile)?;
+    let load = base.segment.as_ref().map_or(0.0, |s| s.cross.load);
+    let mut out = Vec::new();
+    for b in sweep_values(&BROADCASTS, quick) {
+        let mut path = base.clone();
+        if let Some(seg) = path.segment.as_mut() {
+            seg.cross.broadcasts_per_s = b;
+        }
+        let rows = run_appendix_on(a, &path, seeds, &mut || {})?;
+        out.push(LoadRow {
+            broadcasts_per_s: b,
+            ..summarise_load(load, &rows)
+        });
+        tick();
+    }
+    Ok(out)
+}
+
+/// The broadcast sweep as a Markdown table.
+pub fn md_broadcasts(rows: &[LoadRow]) -> String {
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                format!("{} /s", num(r.broadcasts_per_s, 0)),
+                num(r.median_abs_error_pct, 1) + " %",
+                num(r.worst_abs_error_pct, 1) + " %",
+                num(r.speed_nbufs1, 3),
+                num(r.speed_nbufs2, 3),
+                num(r.loss_nbufs1, 1),
+                num(r.loss_nbufs2, 1),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "broadcasts",
+            "median abs error",
+            "worst abs error",
+            "Mb/s NBUFS 1 (paper 1.330)",
+            "Mb/s NBUFS 2 (paper 1.024)",
+            "losses NBUFS 1 (paper 16)",
+            "losses NBUFS 2 (paper 133)",
+        ],
+        &body,
+    )
+}
+
+/// The re-enable sweep as a Markdown table.
+pub fn md_reenable(rows: &[LoadRow]) -> String {
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                format!("{} ms", num(r.reenable_us as f64 / 1000.0, 2)),
+                num(r.median_abs_error_pct, 1) + " %",
+                num(r.worst_abs_error_pct, 1) + " %",
+                num(r.speed_nbufs1, 3),
+                num(r.speed_nbufs2, 3),
+                num(r.loss_nbufs1, 1),
+                num(r.loss_nbufs2, 1),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "re-enable time",
+            "median abs error",
+            "worst abs error",
+            "Mb/s NBUFS 1 (paper 1.330)",
+            "Mb/s NBUFS 2 (paper 1.024)",
+            "losses NBUFS 1 (paper 16)",
+            "losses NBUFS 2 (paper 133)",
+        ],
+        &body,
+    )
 }
 
 /// The sweep as a Markdown table.
@@ -227,6 +376,217 @@ pub fn md_long(rows: &[LongRow]) -> String {
             "ours, paper's XFSZ",
             &format!("ours, {LONG_FACTOR}x XFSZ"),
             &format!("#RXM ours, {LONG_FACTOR}x XFSZ"),
+        ],
+        &body,
+    )
+}
+
+/// One appendix with one way of packing the receiver's control messages.
+#[derive(Clone, Debug, Serialize)]
+pub struct PackingRow {
+    /// Appendix ("II" or "III").
+    pub appendix: String,
+    /// Each control message in a CONTROL packet of its own (the 1987
+    /// implementation before RFC 1030 §7's change), or the engine's packing.
+    pub one_message_per_packet: bool,
+    /// Median |SPEED error|, %.
+    pub median_abs_error_pct: f64,
+    /// Worst |SPEED error|, %.
+    pub worst_abs_error_pct: f64,
+    /// Mean Mb/s of the 1438-byte rows, one / two outstanding buffers.
+    pub speed_1438: (f64, f64),
+    /// Mean losses per run of the 1438-byte rows, one / two buffers.
+    pub loss_1438: (f64, f64),
+    /// The paper's means of the same.
+    pub paper_speed_1438: (f64, f64),
+    /// The paper's mean losses of the same.
+    pub paper_loss_1438: (f64, f64),
+}
+
+/// Appendices II and III with the engine's control packing and with one
+/// message per CONTROL packet; `tick` after each run of an appendix.
+pub fn control_packing(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<Vec<PackingRow>> {
+    let mut out = Vec::new();
+    for a in rfc1030::APPENDICES.iter().filter(|a| a.id != "IV") {
+        let path = path_of(a.profile)?;
+        for one in [false, true] {
+            let rows = run_appendix_by(a, seeds, &mut || {}, &mut |row, s| {
+                run_row_opts(&path, row, s, DATA_TIMER, one)
+            })?;
+            tick();
+            let errs: Vec<f64> = rows
+                .iter()
+                .filter_map(|r| r.speed_error_pct.map(f64::abs))
+                .collect();
+            let m = |nbufs: u16, f: &dyn Fn(&RowResult) -> f64| {
+                let v: Vec<f64> = rows
+                    .iter()
+                    .filter(|r| r.psz == 1438 && r.nbufs == nbufs)
+                    .map(f)
+                    .collect();
+                mean(&v)
+            };
+            out.push(PackingRow {
+                appendix: a.id.to_string(),
+                one_message_per_packet: one,
+                median_abs_error_pct: median(errs.clone()),
+                worst_abs_error_pct: errs.iter().copied().fold(0.0, f64::max),
+                speed_1438: (m(1, &|r| r.ours.speed), m(2, &|r| r.ours.speed)),
+                loss_1438: (m(1, &|r| r.ours.loss), m(2, &|r| r.ours.loss)),
+                paper_speed_1438: (m(1, &|r| r.paper_speed), m(2, &|r| r.paper_speed)),
+                paper_loss_1438: (
+                    m(1, &|r| f64::from(r.paper_loss)),
+                    m(2, &|r| f64::from(r.paper_loss)),
+                ),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The packing comparison as a Markdown table.
+pub fn md_packing(rows: &[PackingRow]) -> String {
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.appendix.clone(),
+                if r.one_message_per_packet {
+                    "one message per packet (1987, before §7's change)"
+                } else {
+                    "engine: OK(n) with GO(n+k), unACKed messages repeated (the tables)"
+                }
+                .to_string(),
+                num(r.median_abs_error_pct, 1) + " %",
+                num(r.worst_abs_error_pct, 1) + " %",
+                format!(
+                    "{} / {} (paper {} / {})",
+                    num(r.speed_1438.0, 3),
+                    num(r.speed_1438.1, 3),
+                    num(r.paper_speed_1438.0, 3),
+                    num(r.paper_speed_1438.1, 3)
+                ),
+                format!(
+                    "{} / {} (paper {} / {})",
+                    num(r.loss_1438.0, 1),
+                    num(r.loss_1438.1, 1),
+                    num(r.paper_loss_1438.0, 0),
+                    num(r.paper_loss_1438.1, 0)
+                ),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "appendix",
+            "receiver's control packets",
+            "median abs error",
+            "worst abs error",
+            "Mb/s 1438-byte rows, NBUFS 1 / 2",
+            "losses per run, NBUFS 1 / 2",
+        ],
+        &body,
+    )
+}
+
+/// Extra random loss on the Wideband channel (both directions) in the
+/// appendix IV loss sweep.
+pub const WIDEBAND_LOSS: [f64; 4] = [0.0, 0.01, 0.02, 0.04];
+
+/// Appendix IV with the channel losing a further fraction of packets.
+#[derive(Clone, Debug, Serialize)]
+pub struct WidebandLossRow {
+    /// Extra loss probability per packet, each direction.
+    pub loss: f64,
+    /// Median |SPEED error| over the appendix's rows, %.
+    pub median_abs_error_pct: f64,
+    /// Worst |SPEED error|, %.
+    pub worst_abs_error_pct: f64,
+    /// Median |SPEED error| over the unfragmented rows (PSZ <= 1432), %.
+    pub median_unfragmented_pct: f64,
+    /// Mean #LOSS per run, ours, unfragmented rows (paper's mean beside it
+    /// in the table).
+    pub loss_per_run: f64,
+    /// Mean #RXM per run, ours, unfragmented rows.
+    pub rxm_per_run: f64,
+}
+
+/// Reruns appendix IV with [`WIDEBAND_LOSS`] of extra random loss on the
+/// channel: RFC 1030 §7 names the SUN's 0.5 % input loss, but the paper's
+/// #LOSS is 1-12 % of the packets and the seeds give no other source.
+pub fn wideband_loss_sweep(
+    seeds: &[u64],
+    quick: bool,
+    tick: &mut dyn FnMut(),
+) -> anyhow::Result<Vec<WidebandLossRow>> {
+    let a = rfc1030::APPENDICES
+        .iter()
+        .find(|a| a.id == "IV")
+        .ok_or_else(|| anyhow::anyhow!("no appendix IV"))?;
+    let base = path_of(a.profile)?;
+    let mut out = Vec::new();
+    for p in sweep_values(&WIDEBAND_LOSS, quick) {
+        let mut path = base.clone();
+        if p > 0.0 {
+            path.forward.loss = netblt_link::LossModel::Bernoulli { p };
+            path.reverse.loss = netblt_link::LossModel::Bernoulli { p };
+        }
+        let rows = run_appendix_on(a, &path, seeds, &mut || {})?;
+        tick();
+        let errs: Vec<f64> = rows
+            .iter()
+            .filter_map(|r| r.speed_error_pct.map(f64::abs))
+            .collect();
+        let whole: Vec<&RowResult> = rows.iter().filter(|r| r.psz <= 1432).collect();
+        let whole_errs: Vec<f64> = whole
+            .iter()
+            .filter_map(|r| r.speed_error_pct.map(f64::abs))
+            .collect();
+        let m = |f: &dyn Fn(&RowResult) -> f64| {
+            let v: Vec<f64> = whole.iter().map(|r| f(r)).collect();
+            mean(&v)
+        };
+        out.push(WidebandLossRow {
+            loss: p,
+            median_abs_error_pct: median(errs.clone()),
+            worst_abs_error_pct: errs.iter().copied().fold(0.0, f64::max),
+            median_unfragmented_pct: median(whole_errs),
+            loss_per_run: m(&|r| r.ours.loss),
+            rxm_per_run: m(&|r| r.ours.rxm),
+        });
+    }
+    Ok(out)
+}
+
+/// The appendix IV loss sweep as a Markdown table.
+pub fn md_wideband_loss(rows: &[WidebandLossRow]) -> String {
+    let (pl, pr) = {
+        let whole: Vec<&PaperRow> = rfc1030::WIDEBAND.iter().filter(|r| r.psz <= 1432).collect();
+        let l: Vec<f64> = whole.iter().map(|r| f64::from(r.loss)).collect();
+        let x: Vec<f64> = whole.iter().map(|r| f64::from(r.rxm)).collect();
+        (mean(&l), mean(&x))
+    };
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                format!("{} %", num(r.loss * 100.0, 0)),
+                num(r.median_abs_error_pct, 1) + " %",
+                num(r.worst_abs_error_pct, 1) + " %",
+                num(r.median_unfragmented_pct, 1) + " %",
+                num(r.loss_per_run, 1),
+                num(r.rxm_per_run, 1),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "extra channel loss",
+            "median abs error",
+            "worst abs error",
+            "median, PSZ <= 1432",
+            &format!("#LOSS per run, PSZ <= 1432 (paper {})", num(pl, 0)),
+            &format!("#RXM per run, PSZ <= 1432 (paper {})", num(pr, 0)),
         ],
         &body,
     )

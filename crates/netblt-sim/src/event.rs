@@ -29,6 +29,9 @@ pub(crate) enum Event {
     Timer { side: Side, generation: u64 },
     /// The shared Ethernet segment has something to do (see `ethernet`).
     SegmentWake,
+    /// A broadcast frame from another station reaches both hosts (see
+    /// `CrossTraffic::broadcasts_per_s`).
+    Broadcast,
 }
 
 struct Scheduled<E> {

@@ -5,7 +5,9 @@
 //! `recv_fixed + recv_per_byte * len`; the node sees the datagram when that
 //! time has passed), then a due timer (free), then transmission
 //! (`poll_transmit`, charged `send_fixed + send_per_byte * len`; the packet
-//! reaches the interface when that time has passed).
+//! reaches the interface when that time has passed). Right after a received
+//! datagram has been handled, transmission comes before the next arrival
+//! (see "Replies go out before the next arrival" below).
 //!
 //! # Interface buffers: held while the CPU copies
 //!
@@ -43,6 +45,27 @@
 //!
 //! A half-duplex interface (the 3C500) is also deaf while it transmits: a
 //! packet whose reception overlaps a transmission is lost.
+//!
+//! # Replies go out before the next arrival (run to completion)
+//!
+//! After the CPU has handed a received datagram to the node, it asks the
+//! node for a packet to send before it serves the next arrival waiting in
+//! the interface; only when the node has nothing to send does it go on
+//! receiving. Otherwise the arrivals always come first. This is how a
+//! single-threaded implementation answers a packet: the code that handles
+//! the last DATA packet of a buffer sends the OK/GO it caused, it does not
+//! wait for the data stream to pause. RFC 1030 §6 describes exactly that
+//! with two outstanding buffers: "the sender of data can transmit
+//! constantly; this means that when the receiver of data attempts to send a
+//! packet, its interface's receive hardware goes deaf to the network and
+//! any packets being transmitted at the time by the sender of data are
+//! lost", and §5's lock-step has the receiver send "an OK, followed by a GO
+//! for the next buffer" as soon as a buffer is in. With receives always
+//! first, a receiver slower than its sender (the 3C500 PC/AT: 6.1 ms per
+//! packet received against 6.0 ms sent, §4) could send nothing while data
+//! kept arriving: its OK/GO waited for the sender to run out of buffers,
+//! so two outstanding buffers behaved like one and the collapse could not
+//! appear (issue 13, decision Q7).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -135,6 +158,11 @@ pub(crate) struct Host<N> {
     nic_buffers: usize,
     half_duplex: bool,
     nic_loss: f64,
+    /// `HostModel::nic_reenable`.
+    reenable: Duration,
+    /// Input is off until then: the re-enable time after the last
+    /// transmission or copy-out.
+    deaf_until: Option<Instant>,
     rng: ChaCha8Rng,
     job: Job,
     /// A prepared packet waiting to be copied into the interface.
@@ -145,6 +173,9 @@ pub(crate) struct Host<N> {
     /// when `nic_busy`.
     tx: VecDeque<Vec<u8>>,
     nic_busy: bool,
+    /// The CPU just handed a datagram to the node: what it made the node
+    /// want to send goes out before the next arrival is served.
+    reply_first: bool,
     last_tx_end: Option<Instant>,
     /// Deadline of the live timer event, if any.
     armed: Option<Instant>,
@@ -165,12 +196,15 @@ impl<N: Node> Host<N> {
             nic_buffers: model.nic_buffers.unwrap_or(usize::MAX),
             half_duplex: model.half_duplex,
             nic_loss: model.nic_loss,
+            reenable: model.nic_reenable,
+            deaf_until: None,
             rng: ChaCha8Rng::seed_from_u64(seed),
             job: Job::Idle,
             pending_tx: None,
             rx: VecDeque::new(),
             tx: VecDeque::new(),
             nic_busy: false,
+            reply_first: false,
             last_tx_end: None,
             armed: None,
             generation: 0,
@@ -231,9 +265,16 @@ impl<N: Node> Host<N> {
             }
             return;
         }
-        if let Some(pkt) = self.rx.pop_front() {
-            self.start_receive(now, pkt, w);
-            return;
+        // Run to completion: a datagram just handled may have made the node
+        // want to reply (an OK/GO when it completed a buffer, a NULL-ACK);
+        // that reply goes out before the next arrival is served. See the
+        // module notes.
+        let reply_first = std::mem::take(&mut self.reply_first);
+        if !reply_first {
+            if let Some(pkt) = self.rx.pop_front() {
+                self.start_receive(now, pkt, w);
+                return;
+            }
         }
         if self.node.poll_timeout().is_some_and(|t| t <= now) {
             self.node.handle_timeout(now);
@@ -245,6 +286,10 @@ impl<N: Node> Host<N> {
             self.start_job(now, total - copy, Job::Prepare(buf), w);
         } else {
             w.pool.put(buf);
+            // Nothing to send: serve the arrivals skipped above.
+            if let Some(pkt) = self.rx.pop_front() {
+                self.start_receive(now, pkt, w);
+            }
         }
     }
 
@@ -325,13 +370,19 @@ impl<N: Node> Host<N> {
 
     pub(crate) fn on_cpu_done(&mut self, now: Instant, w: &mut World) {
         match std::mem::replace(&mut self.job, Job::Idle) {
-            // The buffer is free again; the rest of the receive follows at once.
-            Job::CopyOut(pkt) => self.start_process(now, pkt, w),
+            // The buffer is free again (input is re-enabled after the
+            // interface's re-enable time); the rest of the receive follows
+            // at once.
+            Job::CopyOut(pkt) => {
+                self.start_reenable(now);
+                self.start_process(now, pkt, w);
+            }
             Job::Process(pkt) => {
                 self.stats.packets_received += 1;
                 self.stats.bytes_received += pkt.len() as u64;
                 self.node.handle_datagram(now, &pkt);
                 w.pool.put(pkt);
+                self.reply_first = true;
             }
             Job::Prepare(pkt) => self.pending_tx = Some(pkt),
             // The buffer passes from the copy to the transmit queue.
@@ -340,6 +391,14 @@ impl<N: Node> Host<N> {
         }
         self.run_cpu(now, w);
         self.refresh_timer(now, w);
+    }
+
+    /// The interface has just finished a transmission or a copy-out: input
+    /// stays off for the re-enable time (`HostModel::nic_reenable`).
+    fn start_reenable(&mut self, now: Instant) {
+        if !self.reenable.is_zero() {
+            self.deaf_until = Some(now + self.reenable);
+        }
     }
 
     /// Queues a loaded packet for transmission (it already holds a buffer).
@@ -371,6 +430,7 @@ impl<N: Node> Host<N> {
     pub(crate) fn on_nic_abort(&mut self, now: Instant, w: &mut World) {
         self.nic_busy = false;
         self.last_tx_end = Some(now);
+        self.start_reenable(now);
         if let Some(pkt) = self.tx.pop_front() {
             self.stats.nic_tx_aborts += 1;
             w.pool.put(pkt);
@@ -385,6 +445,7 @@ impl<N: Node> Host<N> {
     pub(crate) fn on_nic_done(&mut self, now: Instant, link: &mut Link, w: &mut World) {
         self.nic_busy = false;
         self.last_tx_end = Some(now);
+        self.start_reenable(now);
         if let Some(pkt) = self.tx.pop_front() {
             self.stats.packets_sent += 1;
             self.stats.bytes_sent += pkt.len() as u64;
@@ -425,6 +486,16 @@ impl<N: Node> Host<N> {
         w: &mut World,
     ) {
         let header_bits = w.wire_overhead.saturating_mul(8);
+        // Input still off after the last transmission or copy-out: a packet
+        // whose reception began before it was re-enabled is lost.
+        if let Some(until) = self.deaf_until {
+            let start = now - self.serialization(data.len() + w.wire_overhead);
+            if start < until {
+                self.stats.nic_deaf_drops += 1;
+                w.pool.put(data);
+                return;
+            }
+        }
         if self.half_duplex {
             // Reception occupied [now - serialization, now]; any overlap with
             // our own transmission loses it.

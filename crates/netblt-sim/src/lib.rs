@@ -18,7 +18,10 @@
 //!   the interface (costing `recv_fixed + recv_per_byte * len`; the node sees
 //!   the datagram when the cost has been paid), then due timers (free), then
 //!   transmission (`poll_transmit`, costing `send_fixed + send_per_byte * len`;
-//!   the datagram reaches the interface when the cost has been paid). This is
+//!   the datagram reaches the interface when the cost has been paid), except
+//!   that a reply to the datagram just handled goes out before the next
+//!   arrival is served (run to completion, as a single-threaded 1987
+//!   implementation answered a packet). This is
 //!   how RFC 1030's PC/ATs behave: a host busy copying a packet cannot look
 //!   at its timers or at the next arrival.
 //! * Each host has **one network interface** with `nic_buffers` hardware

@@ -3,7 +3,10 @@
 //! checks every delivered byte against the same stream and hashes it. Used
 //! by `transfer` (two hosts) and by the dumbbell.
 
+use std::collections::VecDeque;
+
 use netblt_proto::{Config, Connection, ConnectionError, Event, Instant};
+use netblt_wire::{ControlMessage, ControlWriter};
 use netblt_wire::{Packet, Repr};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -102,6 +105,13 @@ pub(crate) struct ReceiverNode {
     pub(crate) expected: ChaCha8Rng,
     pub(crate) scratch: Vec<u8>,
     pub(crate) wrong_delivery: bool,
+    /// Send each control message in a CONTROL packet of its own (the 1987
+    /// implementation before RFC 1030 §7's change; see [`split_control`]).
+    pub(crate) one_message_per_packet: bool,
+    /// Packets of one split CONTROL packet still to send.
+    split: VecDeque<Vec<u8>>,
+    /// Highest control sequence number sent so far.
+    highest_seq: Option<u16>,
 }
 
 impl ReceiverNode {
@@ -117,6 +127,76 @@ impl ReceiverNode {
             expected: ChaCha8Rng::seed_from_u64(stream_seed),
             scratch: Vec::new(),
             wrong_delivery: false,
+            one_message_per_packet: false,
+            split: VecDeque::new(),
+            highest_seq: None,
+        }
+    }
+
+    /// Splits the CONTROL packet the engine wrote into `buf` into one packet
+    /// per message, as the implementation that ran RFC 1030's appendices II
+    /// and III did: §7 tells how, during the Wideband tests, "packing as many
+    /// control messages as possible into a single control packet (rather than
+    /// placing only one message in a control packet) ... reduced the number of
+    /// control packets transmitted to one per buffer transmission ... messages
+    /// of the form OK(n) were combined with messages of the form GO(n + 1)",
+    /// and that "control messages are now stored in a single long-lived
+    /// packet ... Every time a new message needs to be transmitted, any
+    /// unACKed old messages are transmitted as well". Before those changes a
+    /// message went out once in a packet of its own and again only when the
+    /// control timer expired. So: the messages new in this packet each get a
+    /// packet; a packet with no new message is the control timer's
+    /// retransmission, and each of its messages gets a packet. Leaves the
+    /// first packet in `buf` and queues the rest; anything that is not a
+    /// CONTROL packet is left alone.
+    fn split_control(&mut self, buf: &mut Vec<u8>) {
+        let (msgs, lp, fp): (Vec<ControlMessage>, u16, u16) = match Packet::parse(buf) {
+            Ok(Packet {
+                local_port,
+                foreign_port,
+                repr: Repr::Control(c),
+                ..
+            }) => (
+                c.iter().map(|m| m.to_owned()).collect(),
+                local_port,
+                foreign_port,
+            ),
+            _ => return,
+        };
+        let newer =
+            |seq: u16, than: Option<u16>| than.is_none_or(|h| (seq.wrapping_sub(h) as i16) > 0);
+        let fresh: Vec<&ControlMessage> = msgs
+            .iter()
+            .filter(|m| newer(m.seq(), self.highest_seq))
+            .collect();
+        let send: Vec<&ControlMessage> = if fresh.is_empty() {
+            msgs.iter().collect()
+        } else {
+            fresh
+        };
+        for m in &send {
+            if newer(m.seq(), self.highest_seq) {
+                self.highest_seq = Some(m.seq());
+            }
+        }
+        let mut out = Vec::new();
+        for m in send {
+            let mut pkt = vec![0u8; 12 + m.buffer_len()];
+            let Ok(mut w) = ControlWriter::new(&mut pkt) else {
+                return;
+            };
+            if w.push(m).is_err() {
+                return;
+            }
+            let n = w.finish(lp, fp);
+            pkt.truncate(n);
+            out.push(pkt);
+        }
+        let mut it = out.into_iter();
+        if let Some(first) = it.next() {
+            buf.clear();
+            buf.extend_from_slice(&first);
+            self.split.extend(it);
         }
     }
 
@@ -175,6 +255,11 @@ impl Node for ReceiverNode {
         self.drain();
     }
     fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> bool {
+        if let Some(p) = self.split.pop_front() {
+            buf.clear();
+            buf.extend_from_slice(&p);
+            return true;
+        }
         let Some(c) = self.conn.as_mut() else {
             return false;
         };
@@ -182,6 +267,9 @@ impl Node for ReceiverNode {
         match c.poll_transmit(now, buf) {
             Some(n) => {
                 buf.truncate(n);
+                if self.one_message_per_packet {
+                    self.split_control(buf);
+                }
                 true
             }
             None => false,

@@ -1,7 +1,11 @@
 //! [`Simulation`]: two hosts, two links, one event queue, one virtual clock.
 
+use std::time::Duration;
+
 use netblt_link::{Link, LinkStats};
 use netblt_proto::Instant;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::ethernet::{Finished, Segment, SegmentStats};
@@ -74,7 +78,13 @@ pub struct Simulation<A: Node, B: Node> {
     same_instant: u64,
     event_limit: u64,
     stall_limit: u64,
+    /// Other stations' broadcasts: mean gap (ns) and their random stream.
+    broadcasts: Option<(f64, ChaCha8Rng)>,
 }
+
+/// A broadcast frame's bytes on the wire: the Ethernet minimum (an ARP
+/// request is 42 bytes, padded to 60 plus the FCS).
+const BROADCAST_FRAME: usize = 64;
 
 impl<A: Node, B: Node> Simulation<A, B> {
     /// Builds a simulation at time zero; both hosts get a first chance to
@@ -105,6 +115,19 @@ impl<A: Node, B: Node> Simulation<A, B> {
         };
         world.queue.push(Instant::ZERO, Event::Kick(Side::A));
         world.queue.push(Instant::ZERO, Event::Kick(Side::B));
+        let mut broadcasts = path
+            .segment
+            .as_ref()
+            .map(|s| s.cross.broadcasts_per_s)
+            .filter(|&r| r > 0.0)
+            .map(|r| (1e9 / r, ChaCha8Rng::seed_from_u64(derive_seed(seed, 6))));
+        if let Some((gap, rng)) = broadcasts.as_mut() {
+            let first = exp_ns(rng, *gap);
+            world.queue.push(
+                Instant::ZERO + Duration::from_nanos(first),
+                Event::Broadcast,
+            );
+        }
         Ok(Simulation {
             a: Host::new(a, Side::A, &path.host_a, derive_seed(seed, 3)),
             b: Host::new(b, Side::B, &path.host_b, derive_seed(seed, 4)),
@@ -117,6 +140,7 @@ impl<A: Node, B: Node> Simulation<A, B> {
             same_instant: 0,
             event_limit: DEFAULT_EVENT_LIMIT,
             stall_limit: DEFAULT_STALL_LIMIT,
+            broadcasts,
         })
     }
 
@@ -176,9 +200,42 @@ impl<A: Node, B: Node> Simulation<A, B> {
                     seg.on_wake(now, &mut w.queue, &mut w.finished);
                 }
             }
+            Event::Broadcast => self.on_broadcast(now),
         }
         self.hand_over_finished(now);
         true
+    }
+
+    /// Another station's broadcast reaches both hosts' interfaces, which
+    /// take it in like any frame (it needs a free buffer, it is lost to a
+    /// deaf interface) and whose CPUs must read it out and discard it (the
+    /// node sees bytes that are not a NETBLT packet). The next one is drawn
+    /// only while something else was scheduled or a node waits on a timer
+    /// (looked at before this broadcast adds work), so an idle simulation
+    /// stays idle.
+    fn on_broadcast(&mut self, now: Instant) {
+        let active = self.world.queue.peek_time().is_some()
+            || self.a.node.poll_timeout().is_some()
+            || self.b.node.poll_timeout().is_some();
+        let len = BROADCAST_FRAME
+            .saturating_sub(self.world.wire_overhead)
+            .max(1);
+        for side in [Side::A, Side::B] {
+            let mut data = self.world.pool.get();
+            data.resize(len, 0);
+            let w = &mut self.world;
+            match side {
+                Side::A => self.a.on_arrival(now, data, None, w),
+                Side::B => self.b.on_arrival(now, data, None, w),
+            }
+        }
+        let finished = self.a.node.is_finished() && self.b.node.is_finished();
+        if let Some((gap, rng)) = self.broadcasts.as_mut() {
+            if !finished && active {
+                let next = now + Duration::from_nanos(exp_ns(rng, *gap).max(1));
+                self.world.queue.push(next, Event::Broadcast);
+            }
+        }
     }
 
     /// Gives the hosts the frames the shared segment finished (sent or
@@ -278,5 +335,16 @@ impl<A: Node, B: Node> Simulation<A, B> {
             events: self.events,
             segment: self.world.segment.as_ref().map(|s| s.stats),
         }
+    }
+}
+
+/// An exponential draw with mean `mean_ns` (Poisson arrivals), in ns.
+fn exp_ns(rng: &mut ChaCha8Rng, mean_ns: f64) -> u64 {
+    let u: f64 = rng.random::<f64>();
+    let v = -mean_ns * (1.0 - u).ln();
+    if v.is_finite() && v < 1e18 {
+        v as u64
+    } else {
+        u64::MAX / 4
     }
 }

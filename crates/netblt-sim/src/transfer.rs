@@ -56,6 +56,10 @@ pub struct TransferSpec {
     /// How the receiver sets its data timers; the engine's default
     /// (adaptive) unless a reproduction asks for RFC 998's rule.
     pub data_timer: netblt_proto::DataTimerPolicy,
+    /// The receiver sends each control message in a CONTROL packet of its
+    /// own, as the 1987 implementation did before RFC 1030 §7's change
+    /// (see `ReceiverNode::split_control`); `false`: the engine's packing.
+    pub one_control_message_per_packet: bool,
 }
 
 impl TransferSpec {
@@ -73,6 +77,7 @@ impl TransferSpec {
             time_limit: netblt_proto::Duration::from_secs(24 * 3600),
             rate: None,
             data_timer: netblt_proto::DataTimerPolicy::Adaptive,
+            one_control_message_per_packet: false,
         }
     }
 
@@ -175,7 +180,8 @@ pub fn run_transfer(spec: &TransferSpec) -> Result<TransferReport, TransferError
         Instant::ZERO,
     )?;
     let a = SenderNode::new(conn, spec.seed ^ 0xda7a, spec.size);
-    let b = ReceiverNode::new(config, PORT_B, spec.seed ^ 0xda7a);
+    let mut b = ReceiverNode::new(config, PORT_B, spec.seed ^ 0xda7a);
+    b.one_message_per_packet = spec.one_control_message_per_packet;
     let mut sim = Simulation::new(a, b, spec.path.clone(), spec.seed)?;
     let outcome = sim.run(Instant::ZERO + spec.time_limit);
     let stats = sim.stats();

@@ -159,3 +159,36 @@ fn a_3c500_waiting_for_the_medium_is_deaf() {
     };
     assert_eq!(two_frames(fine, segment(0.0), 1).host_b.packets_received, 1);
 }
+
+#[test]
+fn other_stations_broadcasts_reach_both_hosts_and_stop_when_idle() {
+    // A sends ten frames 1 ms apart; B takes them in. The other stations
+    // broadcast 2000 times a second, to both hosts: A receives nothing else.
+    let mut seg = segment(0.0);
+    seg.cross.broadcasts_per_s = 2000.0;
+    let mut sim = Simulation::new(
+        Blaster::new(10, 1000, us(1000)),
+        Sink::new(1000),
+        path(HostModel::default(), seg),
+        7,
+    )
+    .unwrap();
+    // The sink never finishes (it expects more), so the run ends when
+    // nothing is left to do: the broadcasts stop with the rest.
+    let out = sim.run(netblt_sim::Instant::ZERO + Duration::from_secs(3600));
+    assert_eq!(out, Outcome::Idle);
+    let s = sim.stats();
+    // About 20 broadcasts in the ~10 ms A is busy, and then no more.
+    assert!(
+        s.host_a.packets_received >= 5,
+        "{}",
+        s.host_a.packets_received
+    );
+    assert!(
+        s.host_a.packets_received <= 60,
+        "{}",
+        s.host_a.packets_received
+    );
+    assert!(s.host_b.packets_received >= 10 + 5);
+    assert!(sim.now() < netblt_sim::Instant::ZERO + Duration::from_secs(1));
+}

@@ -28,6 +28,7 @@ fn host() -> impl Strategy<Value = HostModel> {
             nic_buffers: bufs,
             half_duplex: hd,
             nic_loss: loss,
+            nic_reenable: Duration::ZERO,
         })
 }
 

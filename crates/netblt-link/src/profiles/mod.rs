@@ -35,6 +35,13 @@ pub struct HostModel {
     pub half_duplex: bool,
     /// Fraction of arriving packets the host's input path loses.
     pub nic_loss: f64,
+    /// Time the interface stays deaf after each transmission ends and after
+    /// each received packet has been copied out of it, before input is
+    /// enabled again. RFC 1030 §7 on the 3COM 3C500: it "would not have time
+    /// to re-enable input before another packet would arrive", its "long
+    /// interface re-enable time". No seed gives a figure, so every profile
+    /// has zero; `netblt report` sweeps it to show what appendix III needs.
+    pub nic_reenable: Duration,
 }
 
 /// Transfer parameters the paper used on this path (or, where it gives none,

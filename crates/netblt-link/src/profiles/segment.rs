@@ -48,6 +48,13 @@ pub struct CrossTraffic {
     /// Frame sizes in bytes (header and FCS included), drawn with equal
     /// probability for each new frame.
     pub frame_sizes: Vec<usize>,
+    /// Broadcast frames per second (Poisson) that every interface on the
+    /// segment takes in and its host must read and discard (address
+    /// resolution, routing updates). RFC 1030 §6 gives no figure for
+    /// Subnet 26 ("somewhat noisy"), so every profile has zero and `netblt
+    /// report` sweeps it. Their share of the medium is taken as part of
+    /// `load`.
+    pub broadcasts_per_s: f64,
 }
 
 impl Default for CrossTraffic {
@@ -55,6 +62,7 @@ impl Default for CrossTraffic {
         CrossTraffic {
             load: 0.0,
             frame_sizes: vec![MIN_FRAME, MAX_FRAME],
+            broadcasts_per_s: 0.0,
         }
     }
 }
@@ -128,6 +136,9 @@ impl EthernetSegment {
         let c = &self.cross;
         if !(c.load.is_finite() && (0.0..1.0).contains(&c.load)) {
             return Err("cross-traffic load must be in [0, 1)");
+        }
+        if !(c.broadcasts_per_s.is_finite() && (0.0..=1e5).contains(&c.broadcasts_per_s)) {
+            return Err("broadcasts_per_s must be in [0, 100000]");
         }
         if c.load > 0.0 && (c.frame_sizes.is_empty() || c.frame_sizes.contains(&0)) {
             return Err("cross traffic needs non-zero frame sizes");
