@@ -916,6 +916,47 @@ mod tests {
         assert!((m.bottleneck() - 20e6).abs() < 1.0, "{}", m.bottleneck());
     }
 
+    /// R7: a competitor that fills the queue (its start-up's losses cut
+    /// us, FAST's own cuts do not shrink the queue) leaves us, once the
+    /// queue is found foreign, at least half the rate we had before it.
+    #[test]
+    fn a_foreign_queue_gets_at_least_half_the_calm_rate() {
+        let mut m = fair();
+        let base = 50_000;
+        let mut t = 0;
+        // Alone: 96 Mb/s, no queue, until FAST cruises.
+        while !(m.phase == Phase::Cruise && m.fast_w.is_some()) || t < 2_000_000 {
+            t += 5_000;
+            let mut s = sample(t, base, 96e6);
+            s.inflight_bytes = 600_000;
+            m.on_sample(&s);
+            assert!(t < 10_000_000, "never cruised: {m:?}");
+        }
+        let calm = m.bottleneck();
+        assert!(calm > 90e6, "{calm}");
+        // A competitor arrives: the queue stands at 50 ms, 10 % of our
+        // packets are lost for a few rounds, and we deliver little.
+        for i in 0..400u64 {
+            t += 5_000;
+            let mut s = sample(t, 2 * base, 20e6);
+            s.inflight_bytes = 300_000;
+            s.transmit_bps = Some(20e6);
+            if i < 60 {
+                s.lost = 2;
+            }
+            m.on_sample(&s);
+            if m.foreign_rounds > 0 {
+                break;
+            }
+        }
+        assert!(m.foreign_rounds > 0, "never found the queue foreign: {m:?}");
+        assert!(
+            m.bottleneck() >= 0.5 * calm - 1.0,
+            "{} of {calm}",
+            m.bottleneck()
+        );
+    }
+
     /// Loopback gives round trips of zero: every phase must stay finite.
     #[test]
     fn zero_round_trips_stay_finite() {
