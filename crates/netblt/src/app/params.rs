@@ -36,7 +36,7 @@ const LAN_BUFFER_SIZE: u32 = 1 << 20;
 /// Bytes in flight at most when the buffer size follows a large packet
 /// size (loopback, jumbo frames): 5 buffers of 8 MB on loopback, which
 /// fault in fewer fresh pages than 32 of them (G3). Paths with 1400-byte
-/// packets keep the count given (64 by default: long, lossy paths).
+/// packets keep the count given (32 by default).
 const LAN_WINDOW: u32 = 32 << 20;
 
 /// The packet size for a path of `mtu` bytes (the kernel's `IP_MTU` for
