@@ -186,94 +186,65 @@ pub fn broadcast_sweep(
 
 /// The broadcast sweep as a Markdown table.
 pub fn md_broadcasts(rows: &[LoadRow]) -> String {
-    let body: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                format!("{} /s", num(r.broadcasts_per_s, 0)),
-                num(r.median_abs_error_pct, 1) + " %",
-                num(r.worst_abs_error_pct, 1) + " %",
-                num(r.speed_nbufs1, 3),
-                num(r.speed_nbufs2, 3),
-                num(r.loss_nbufs1, 1),
-                num(r.loss_nbufs2, 1),
-            ]
-        })
-        .collect();
-    table(
-        &[
-            "broadcasts",
-            "median abs error",
-            "worst abs error",
-            "Mb/s NBUFS 1 (paper 1.330)",
-            "Mb/s NBUFS 2 (paper 1.024)",
-            "losses NBUFS 1 (paper 16)",
-            "losses NBUFS 2 (paper 133)",
-        ],
-        &body,
-    )
+    md_load_table(rows, "broadcasts", false, |r| {
+        format!("{} /s", num(r.broadcasts_per_s, 0))
+    })
 }
 
 /// The re-enable sweep as a Markdown table.
 pub fn md_reenable(rows: &[LoadRow]) -> String {
-    let body: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                format!("{} ms", num(r.reenable_us as f64 / 1000.0, 2)),
-                num(r.median_abs_error_pct, 1) + " %",
-                num(r.worst_abs_error_pct, 1) + " %",
-                num(r.speed_nbufs1, 3),
-                num(r.speed_nbufs2, 3),
-                num(r.loss_nbufs1, 1),
-                num(r.loss_nbufs2, 1),
-            ]
-        })
-        .collect();
-    table(
-        &[
-            "re-enable time",
-            "median abs error",
-            "worst abs error",
-            "Mb/s NBUFS 1 (paper 1.330)",
-            "Mb/s NBUFS 2 (paper 1.024)",
-            "losses NBUFS 1 (paper 16)",
-            "losses NBUFS 2 (paper 133)",
-        ],
-        &body,
-    )
+    md_load_table(rows, "re-enable time", false, |r| {
+        format!("{} ms", num(r.reenable_us as f64 / 1000.0, 2))
+    })
 }
 
 /// The sweep as a Markdown table.
 pub fn md_sweep(rows: &[LoadRow]) -> String {
+    md_load_table(rows, "other hosts' load", true, |r| {
+        format!("{:.0} %", r.load * 100.0)
+    })
+}
+
+/// One sweep of App. III's segment as a Markdown table: the swept
+/// quantity (`knob`, shown by `knob_of`), the table's errors, and both
+/// buffer counts' speeds and losses (`bi45`: also 5/45's losses).
+fn md_load_table(
+    rows: &[LoadRow],
+    knob: &str,
+    bi45: bool,
+    knob_of: impl Fn(&LoadRow) -> String,
+) -> String {
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
-                format!("{:.0} %", r.load * 100.0),
+            let mut row = vec![
+                knob_of(r),
                 num(r.median_abs_error_pct, 1) + " %",
                 num(r.worst_abs_error_pct, 1) + " %",
                 num(r.speed_nbufs1, 3),
                 num(r.speed_nbufs2, 3),
                 num(r.loss_nbufs1, 1),
                 num(r.loss_nbufs2, 1),
-                num(r.loss_bi45_nbufs2, 1),
-            ]
+            ];
+            if bi45 {
+                row.push(num(r.loss_bi45_nbufs2, 1));
+            }
+            row
         })
         .collect();
-    table(
-        &[
-            "other hosts' load",
-            "median abs error",
-            "worst abs error",
-            "Mb/s NBUFS 1 (paper 1.330)",
-            "Mb/s NBUFS 2 (paper 1.024)",
-            "losses NBUFS 1 (paper 16)",
-            "losses NBUFS 2 (paper 133)",
-            "losses 5/45 NBUFS 2 (paper 72; two-host LAN 0)",
-        ],
-        &body,
-    )
+    let mut head = vec![
+        knob,
+        "median abs error",
+        "worst abs error",
+        "Mb/s NBUFS 1 (paper 1.330)",
+        "Mb/s NBUFS 2 (paper 1.024)",
+        "losses NBUFS 1 (paper 16)",
+        "losses NBUFS 2 (paper 133)",
+    ];
+    if bi45 {
+        head.push("losses 5/45 NBUFS 2 (paper 72; two-host LAN 0)");
+    }
+    table(&head, &body)
 }
 
 /// Appendix IV's BI-90 inputs for one packet size, at the paper's transfer
