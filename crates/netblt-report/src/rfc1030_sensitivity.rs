@@ -104,22 +104,17 @@ fn summarise_load(load: f64, rows: &[RowResult]) -> LoadRow {
 
 /// Reruns appendix III at every load of [`LOADS`]; `tick` after each load.
 pub fn segment_sweep(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<Vec<LoadRow>> {
-    let a = rfc1030::APPENDICES
-        .iter()
-        .find(|a| a.id == "III")
-        .ok_or_else(|| anyhow::anyhow!("no appendix III"))?;
-    let base = path_of(a.profile)?;
-    let mut out = Vec::new();
-    for load in LOADS {
-        let mut path = base.clone();
-        if let Some(seg) = path.segment.as_mut() {
-            seg.cross.load = load;
-        }
-        let rows = run_appendix_on(a, &path, seeds, &mut || {})?;
-        out.push(summarise_load(load, &rows));
-        tick();
-    }
-    Ok(out)
+    sweep_iii(
+        &LOADS,
+        seeds,
+        tick,
+        |path, load| {
+            if let Some(seg) = path.segment.as_mut() {
+                seg.cross.load = load;
+            }
+        },
+        |load, _, rows| summarise_load(load, rows),
+    )
 }
 
 /// Reruns appendix III at the profile's load with both 3C500s deaf for
@@ -131,26 +126,20 @@ pub fn reenable_sweep(
     quick: bool,
     tick: &mut dyn FnMut(),
 ) -> anyhow::Result<Vec<LoadRow>> {
-    let a = rfc1030::APPENDICES
-        .iter()
-        .find(|a| a.id == "III")
-        .ok_or_else(|| anyhow::anyhow!("no appendix III"))?;
-    let base = path_of(a.profile)?;
-    let load = base.segment.as_ref().map_or(0.0, |s| s.cross.load);
-    let mut out = Vec::new();
-    for us in sweep_values(&REENABLE_US, quick) {
-        let mut path = base.clone();
-        for h in [&mut path.host_a, &mut path.host_b] {
-            h.nic_reenable = std::time::Duration::from_micros(us);
-        }
-        let rows = run_appendix_on(a, &path, seeds, &mut || {})?;
-        out.push(LoadRow {
+    sweep_iii(
+        &sweep_values(&REENABLE_US, quick),
+        seeds,
+        tick,
+        |path, us| {
+            for h in [&mut path.host_a, &mut path.host_b] {
+                h.nic_reenable = std::time::Duration::from_micros(us);
+            }
+        },
+        |us, load, rows| LoadRow {
             reenable_us: us,
-            ..summarise_load(load, &rows)
-        });
-        tick();
-    }
-    Ok(out)
+            ..summarise_load(load, rows)
+        },
+    )
 }
 
 /// Reruns appendix III at the profile's load with the other stations
@@ -162,6 +151,31 @@ pub fn broadcast_sweep(
     quick: bool,
     tick: &mut dyn FnMut(),
 ) -> anyhow::Result<Vec<LoadRow>> {
+    sweep_iii(
+        &sweep_values(&BROADCASTS, quick),
+        seeds,
+        tick,
+        |path, b| {
+            if let Some(seg) = path.segment.as_mut() {
+                seg.cross.broadcasts_per_s = b;
+            }
+        },
+        |b, load, rows| LoadRow {
+            broadcasts_per_s: b,
+            ..summarise_load(load, rows)
+        },
+    )
+}
+
+/// Appendix III once per value: `set` changes the profile's path, `row`
+/// summarises the run (given the value and the profile's own load).
+fn sweep_iii<T: Copy>(
+    values: &[T],
+    seeds: &[u64],
+    tick: &mut dyn FnMut(),
+    set: impl Fn(&mut netblt_sim::PathConfig, T),
+    row: impl Fn(T, f64, &[RowResult]) -> LoadRow,
+) -> anyhow::Result<Vec<LoadRow>> {
     let a = rfc1030::APPENDICES
         .iter()
         .find(|a| a.id == "III")
@@ -169,16 +183,11 @@ pub fn broadcast_sweep(
     let base = path_of(a.profile)?;
     let load = base.segment.as_ref().map_or(0.0, |s| s.cross.load);
     let mut out = Vec::new();
-    for b in sweep_values(&BROADCASTS, quick) {
+    for &v in values {
         let mut path = base.clone();
-        if let Some(seg) = path.segment.as_mut() {
-            seg.cross.broadcasts_per_s = b;
-        }
+        set(&mut path, v);
         let rows = run_appendix_on(a, &path, seeds, &mut || {})?;
-        out.push(LoadRow {
-            broadcasts_per_s: b,
-            ..summarise_load(load, &rows)
-        });
+        out.push(row(v, load, &rows));
         tick();
     }
     Ok(out)
