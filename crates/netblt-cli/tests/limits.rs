@@ -57,6 +57,28 @@ fn send_at_a_fixed_rate_says_the_rate_limited_it() {
     );
     assert_eq!(code, Some(0), "{e}");
     assert_eq!(json(&out)["limit"]["limit"], "rate-cap", "{out}");
+    // 64 buffers: the receiver's first GOs (8 bytes each) no longer fit
+    // its 3x budget before the sender's address is proven. They used to be
+    // dropped and wait a control timer or two, and the sender, waiting for
+    // GO, blamed the receiver's disk (R10).
+    let (code, out, e) = run(
+        &[
+            &[
+                "bench",
+                &r.addr,
+                "--size",
+                "500k",
+                "--json",
+                "--buffers",
+                "64",
+            ][..],
+            &fixed[..],
+        ]
+        .concat(),
+        T,
+    );
+    assert_eq!(code, Some(0), "{e}");
+    assert_eq!(json(&out)["limit"]["limit"], "rate-cap", "{out}");
 }
 
 #[test]

@@ -69,6 +69,12 @@ struct Peer {
     /// initiation.
     response: Option<Vec<u8>>,
     amp: AmplificationLimit,
+    /// The newest sealed datagram the 3x limit held back, sent once the
+    /// peer's address is validated (R10): the engine's first GOs follow
+    /// its RESPONSE at once and, with 60 or more buffers, exceed the
+    /// budget; dropped, they waited a control timer (1 s). One per peer,
+    /// so memory stays bounded by the peer limit.
+    held: Option<Vec<u8>>,
     since: Instant,
     /// A packet opened: the peer has the keys, its address is validated.
     proven: bool,
@@ -385,6 +391,9 @@ impl PassiveSecurity {
                         if !p.proven {
                             p.proven = true;
                             p.amp.validate();
+                            if let Some(h) = p.held.take() {
+                                self.outbox.push_back((from, h));
+                            }
                         }
                         Rx::Pass(n)
                     }
@@ -538,6 +547,7 @@ impl PassiveSecurity {
                         initiation: d.to_vec(),
                         response,
                         amp,
+                        held: None,
                         since: now,
                         proven: false,
                         holds_slot: true,
@@ -772,6 +782,7 @@ impl PassiveSecurity {
                     let len = super::seal_gathered(pr, buf, g.head, data)?;
                     if !p.amp.try_send(len) {
                         self.flood.amplification_blocked += 1;
+                        p.held = buf.get(..len).map(<[u8]>::to_vec);
                         return None;
                     }
                     note_amplification(&mut self.flood, &p.amp);
@@ -839,6 +850,7 @@ impl PassiveSecurity {
         };
         if !p.amp.try_send(len) {
             self.flood.amplification_blocked += 1;
+            p.held = buf.get(..len).map(<[u8]>::to_vec);
             return None;
         }
         note_amplification(&mut self.flood, &p.amp);
