@@ -275,6 +275,13 @@ pub struct Config {
     /// the sender's success means the receiver checked the data end to end.
     /// Default false.
     pub confirm_last_buffer: bool,
+    /// Active data sender: send a NULL-ACK as soon as the connection opens
+    /// (RFC 998 §5.2.1: "If the sending NETBLT is not in a position to send
+    /// data, it should send a NULL-ACK packet"; it waits for GO). Over an
+    /// encrypted session that first sealed packet proves the sender's
+    /// address to the passive end (decision R10). Default false, as the
+    /// 1987 implementations the simulator reproduces behaved.
+    pub open_null_ack: bool,
     /// Largest datagram this end will send (control packets are split to fit).
     /// Default 1472 (a 1500-byte MTU less IPv4 and UDP headers).
     pub max_datagram: usize,
@@ -307,6 +314,7 @@ impl Default for Config {
             pacing_clock: PacingClock::Virtual,
             receive_queue: 8,
             confirm_last_buffer: false,
+            open_null_ack: false,
             max_datagram: 1472,
             rate_feedback: false,
             rate: crate::rate::RateConfig::default(),

@@ -318,12 +318,13 @@ impl Connection {
                 }
                 // RFC 998 §5.2.1: "If the sending NETBLT is not in a position
                 // to send data, it should send a NULL-ACK packet". An active
-                // sender waits for GO after the RESPONSE: it says so at once.
-                // Over an encrypted session this first sealed packet also
-                // proves its address to the passive end, whose first GOs
-                // (8 bytes per buffer) were held by the 3x amplification
-                // limit until then: with 60 or more buffers, 3.5 s (R10).
-                if self.side == Side::Active {
+                // sender waits for GO after the RESPONSE: it says so at once
+                // when configured to. Over an encrypted session this first
+                // sealed packet also proves its address to the passive end,
+                // whose first GOs (8 bytes per buffer) were held by the 3x
+                // amplification limit until then: with 60 or more buffers,
+                // 3.5 s (R10).
+                if self.side == Side::Active && self.config.open_null_ack {
                     s.null_ack_pending = true;
                 }
                 DataPart::Sender(Box::new(s))

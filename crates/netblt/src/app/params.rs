@@ -123,6 +123,7 @@ pub(crate) fn config(
         pacing_quantum: Some(PACING_QUANTUM),
         pacing_clock: PacingClock::Virtual,
         confirm_last_buffer: true,
+        open_null_ack: true,
         max_datagram: if v6 { 1452 } else { 1472 },
         ..Config::default()
     }
