@@ -70,19 +70,31 @@ pub struct LoadRow {
     pub loss_bi45_nbufs2: f64,
 }
 
-fn summarise_load(load: f64, rows: &[RowResult]) -> LoadRow {
-    let errs: Vec<f64> = rows
-        .iter()
+/// |SPEED error| of every row the paper gives a SPEED for, in %.
+fn abs_errors<'a>(rows: impl IntoIterator<Item = &'a RowResult>) -> Vec<f64> {
+    rows.into_iter()
         .filter_map(|r| r.speed_error_pct.map(f64::abs))
+        .collect()
+}
+
+/// The largest of `errs` (0 for none).
+fn worst(errs: &[f64]) -> f64 {
+    errs.iter().copied().fold(0.0, f64::max)
+}
+
+/// Mean of `f` over the 1438-byte rows with `nbufs` outstanding buffers.
+fn mean_1438(rows: &[RowResult], nbufs: u16, f: &dyn Fn(&RowResult) -> f64) -> f64 {
+    let v: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.psz == 1438 && r.nbufs == nbufs)
+        .map(f)
         .collect();
-    let pick = |nbufs: u16, f: &dyn Fn(&RowResult) -> f64| {
-        let v: Vec<f64> = rows
-            .iter()
-            .filter(|r| r.psz == 1438 && r.nbufs == nbufs)
-            .map(f)
-            .collect();
-        mean(&v)
-    };
+    mean(&v)
+}
+
+fn summarise_load(load: f64, rows: &[RowResult]) -> LoadRow {
+    let errs = abs_errors(rows);
+    let pick = |nbufs: u16, f: &dyn Fn(&RowResult) -> f64| mean_1438(rows, nbufs, f);
     let bi45: Vec<f64> = rows
         .iter()
         .filter(|r| r.psz == 1438 && r.nbufs == 2 && r.bi == 45)
@@ -92,8 +104,8 @@ fn summarise_load(load: f64, rows: &[RowResult]) -> LoadRow {
         load,
         reenable_us: 0,
         broadcasts_per_s: 0.0,
-        median_abs_error_pct: median(errs.clone()),
-        worst_abs_error_pct: errs.iter().copied().fold(0.0, f64::max),
+        worst_abs_error_pct: worst(&errs),
+        median_abs_error_pct: median(errs),
         speed_nbufs1: pick(1, &|r| r.ours.speed),
         speed_nbufs2: pick(2, &|r| r.ours.speed),
         loss_nbufs1: pick(1, &|r| r.ours.loss),
@@ -394,23 +406,13 @@ pub fn control_packing(seeds: &[u64], tick: &mut dyn FnMut()) -> anyhow::Result<
                 run_row_opts(&path, row, s, DATA_TIMER, one)
             })?;
             tick();
-            let errs: Vec<f64> = rows
-                .iter()
-                .filter_map(|r| r.speed_error_pct.map(f64::abs))
-                .collect();
-            let m = |nbufs: u16, f: &dyn Fn(&RowResult) -> f64| {
-                let v: Vec<f64> = rows
-                    .iter()
-                    .filter(|r| r.psz == 1438 && r.nbufs == nbufs)
-                    .map(f)
-                    .collect();
-                mean(&v)
-            };
+            let errs = abs_errors(&rows);
+            let m = |nbufs: u16, f: &dyn Fn(&RowResult) -> f64| mean_1438(&rows, nbufs, f);
             out.push(PackingRow {
                 appendix: a.id.to_string(),
                 one_message_per_packet: one,
-                median_abs_error_pct: median(errs.clone()),
-                worst_abs_error_pct: errs.iter().copied().fold(0.0, f64::max),
+                worst_abs_error_pct: worst(&errs),
+                median_abs_error_pct: median(errs),
                 speed_1438: (m(1, &|r| r.ours.speed), m(2, &|r| r.ours.speed)),
                 loss_1438: (m(1, &|r| r.ours.loss), m(2, &|r| r.ours.loss)),
                 paper_speed_1438: (m(1, &|r| r.paper_speed), m(2, &|r| r.paper_speed)),
@@ -513,23 +515,17 @@ pub fn wideband_loss_sweep(
         }
         let rows = run_appendix_on(a, &path, seeds, &mut || {})?;
         tick();
-        let errs: Vec<f64> = rows
-            .iter()
-            .filter_map(|r| r.speed_error_pct.map(f64::abs))
-            .collect();
+        let errs = abs_errors(&rows);
         let whole: Vec<&RowResult> = rows.iter().filter(|r| r.psz <= 1432).collect();
-        let whole_errs: Vec<f64> = whole
-            .iter()
-            .filter_map(|r| r.speed_error_pct.map(f64::abs))
-            .collect();
+        let whole_errs = abs_errors(whole.iter().copied());
         let m = |f: &dyn Fn(&RowResult) -> f64| {
             let v: Vec<f64> = whole.iter().map(|r| f(r)).collect();
             mean(&v)
         };
         out.push(WidebandLossRow {
             loss: p,
-            median_abs_error_pct: median(errs.clone()),
-            worst_abs_error_pct: errs.iter().copied().fold(0.0, f64::max),
+            worst_abs_error_pct: worst(&errs),
+            median_abs_error_pct: median(errs),
             median_unfragmented_pct: median(whole_errs),
             loss_per_run: m(&|r| r.ours.loss),
             rxm_per_run: m(&|r| r.ours.rxm),
