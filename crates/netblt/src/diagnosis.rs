@@ -272,7 +272,8 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
     if let Some(q) = throttled {
         d.fig("quota_throttled_share", q);
     }
-    let denied = denied || throttled.is_some_and(|q| q >= THROTTLED);
+    let quota_held = throttled.is_some_and(|q| q >= THROTTLED);
+    let denied = denied || quota_held;
     if !i.sender {
         return Some(receiver_side(i, share, (denied, starved), waited, d));
     }
@@ -308,6 +309,12 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
             .into_iter()
             .fold((Limit::Path, 0.0), |a, b| if b.1 > a.1 { b } else { a });
     if share(longest) >= DOMINANT {
+        // A quota starves the reader thread with the loop: the data came
+        // late because the process had no CPU, even when what went out
+        // went at the rate (the steady rate leaves the waits out).
+        if which == Limit::SenderReader && quota_held {
+            return Some(sender_cpu(i, mean_pacing, waited, d));
+        }
         return Some(hold(i, which, share(longest), mean_pacing, waited, d));
     }
     // The loop was awake (working, or runnable and waiting for a core) or
@@ -1032,6 +1039,38 @@ mod tests {
         // No quota: the reader, as measured.
         let i = LimitInputs {
             quota_throttled_s: Some(0.0),
+            ..i
+        };
+        assert_eq!(limit(&i).limit, Limit::SenderReader);
+    }
+
+    #[test]
+    fn a_quota_that_starved_the_reader_is_the_cpu_even_at_the_fixed_rate() {
+        // CI's run: 8 MB at --rate 1G under a 2 % quota. The reader was
+        // throttled for most of the run, then the data went out at the
+        // rate, so the steady rate reached the cap.
+        let i = LimitInputs {
+            fixed: true,
+            cap_bps: 992e6,
+            achieved_bps: 999.6e6,
+            wall_s: 0.366,
+            cpu_wait_s: Some(0.1),
+            quota_throttled_s: Some(0.295),
+            times: times(|t| {
+                t.starved = 0.25;
+                t.paced = 0.063;
+                t.busy = 0.001;
+                t.cpu_s = 0.002;
+                t.paced_bits = 311.5e6;
+                t.reasons = vec![("fixed", 0.314)];
+            }),
+            ..sender()
+        };
+        assert_eq!(limit(&i).limit, Limit::SenderCpu);
+        // Without the quota, the engine waited for its reader.
+        let i = LimitInputs {
+            quota_throttled_s: Some(0.0),
+            cpu_wait_s: Some(0.0),
             ..i
         };
         assert_eq!(limit(&i).limit, Limit::SenderReader);
