@@ -45,12 +45,13 @@ pub struct ParamFlags {
     /// packets up to 2048 bytes, else 512 packets (8,192,000 bytes at 16000).
     #[arg(long, value_parser = parse_size)]
     pub buffer_size: Option<u64>,
-    /// Buffers outstanding at once (NBUFS): the most the sender may have in
-    /// flight. An adaptive sender keeps only what the path holds. Default
-    /// 32, or as many as keep 32 MiB in flight (at least 4) when the buffer
-    /// size is chosen from a large packet size. A buffer with a lost packet
-    /// stays outstanding about two round trips: at 100 Mb/s, 1.8 s and 1 %
-    /// loss, a 300 MB bench took 67 Mb/s with `--buffers 64` and 53 with 32.
+    /// Buffers outstanding at most (NBUFS). The sender queues 32 (or all,
+    /// if fewer) and more only when its rate times the time a buffer stays
+    /// outstanding needs them: a buffer with a lost packet waits two or
+    /// three round trips for its RESEND, so a long lossy path needs many.
+    /// Default 128 (a passive end accepts up to 128), or as many as keep 32
+    /// MiB in flight (at least 4) when the buffer size is chosen from a
+    /// large packet size.
     #[arg(long)]
     pub buffers: Option<u16>,
     /// Checksum DATA packet data (RFC 998's C flag): on or off. Default:
@@ -133,7 +134,7 @@ impl ParamFlags {
             buffer_size,
             burst_size,
             burst_interval_ms,
-            max_buffers: self.buffers.unwrap_or(32),
+            max_buffers: self.buffers.unwrap_or(netblt::DEFAULT_BUFFERS),
             checksum_data: self.data_checksum.as_deref().map_or(raw_ip, |c| c == "on"),
         };
         p.validate()

@@ -282,6 +282,24 @@ pub struct Config {
     /// address to the passive end (decision R10). Default false, as the
     /// 1987 implementations the simulator reproduces behaved.
     pub open_null_ack: bool,
+    /// Data sender: buffers to keep queued (taken from the application
+    /// ahead of sending) at least; more when the sending rate times the
+    /// time a buffer stays outstanding (first packet sent to OK) needs
+    /// them, up to the negotiated count. RFC 1030 §8 asks for "dynamic
+    /// selection and control of NETBLT's transmission parameters (burst
+    /// size, burst interval, and number of outstanding buffers)"; a buffer
+    /// with a lost packet stays outstanding two or three round trips, so a
+    /// long lossy path needs many, a LAN few (decision R11). `None`: always
+    /// the negotiated count, as RFC 998 and the 1987 implementations did.
+    /// Default `None`.
+    pub min_buffers: Option<u16>,
+    /// Data receiver: GO at most this many buffers until the sender is
+    /// heard after OPEN, then as many as negotiated. An encrypted passive
+    /// end may send only three times what it received before the sender's
+    /// address is proven: one 8-byte GO per buffer for 128 buffers does not
+    /// fit beside the RESPONSE (decision R11). `None`: no such limit.
+    /// Default `None`.
+    pub initial_gos: Option<u16>,
     /// Largest datagram this end will send (control packets are split to fit).
     /// Default 1472 (a 1500-byte MTU less IPv4 and UDP headers).
     pub max_datagram: usize,
@@ -315,6 +333,8 @@ impl Default for Config {
             receive_queue: 8,
             confirm_last_buffer: false,
             open_null_ack: false,
+            min_buffers: None,
+            initial_gos: None,
             max_datagram: 1472,
             rate_feedback: false,
             rate: crate::rate::RateConfig::default(),

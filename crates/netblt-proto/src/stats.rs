@@ -61,6 +61,12 @@ pub struct Stats {
     /// recycled (each an allocation of the buffer size; see
     /// [`Connection::recycle`](crate::Connection::recycle)).
     pub storage_allocations: u64,
+    /// Data sender: resent packets sent twice because two copies of them
+    /// were lost already (decision R12; with rate control only).
+    pub resends_doubled: u64,
+    /// Data sender: the most buffers held at once (handed over and not yet
+    /// OK'd); see [`Config::min_buffers`](crate::Config::min_buffers).
+    pub peak_buffers: u64,
     /// Smoothed control round trip, once measured.
     pub srtt: Option<Duration>,
     /// When the connection was created (active: OPEN; passive: OPEN received).

@@ -85,7 +85,8 @@ pub mod tokio;
 
 pub use app::bundle::{Bundle, FileFailure, FilesReport};
 pub use app::params::{
-    AUTO_PACKET_MAX, AUTO_RATE, DEFAULT_RATE, LAN_PACKET_SIZE, MAX_UDP_PACKET_SIZE,
+    AUTO_PACKET_MAX, AUTO_RATE, DEFAULT_BUFFERS, DEFAULT_RATE, LAN_PACKET_SIZE,
+    MAX_UDP_PACKET_SIZE, MIN_QUEUED_BUFFERS,
 };
 pub use client::{
     bench, files_to_send, get, get_to_writer, send_bundle, send_dir, send_file, send_file_as,

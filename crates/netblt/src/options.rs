@@ -186,10 +186,9 @@ impl Default for SendOptions {
                 buffer_size: 1 << 20,
                 burst_size,
                 burst_interval_ms,
-                // Enough for 100 Mb/s x 1.8 s without loss (an adaptive
-                // sender keeps only what the path holds in flight); with 1 %
-                // loss 64 would do better, but see decision R8.
-                max_buffers: 32,
+                // The ceiling: the sender queues 32 and more only as its
+                // rate and the buffers' outstanding time need (R11).
+                max_buffers: crate::app::params::DEFAULT_BUFFERS,
                 checksum_data: false,
             },
             rate: None,

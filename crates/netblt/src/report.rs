@@ -93,8 +93,12 @@ pub struct TransferReport {
     pub packet_size: u16,
     /// Negotiated bytes per NETBLT buffer.
     pub buffer_size: u32,
-    /// Negotiated buffers outstanding at once.
+    /// Negotiated buffers outstanding at once (the ceiling).
     pub buffers: u16,
+    /// Data sender: the most buffers it held outstanding at once, chosen up
+    /// to `buffers` from its rate and how long buffers stayed outstanding
+    /// (decision R11). 0 for a receiver.
+    pub buffers_peak: u64,
     /// Data receiver: packets found missing (RESENDs, #LOSS as the protocol
     /// sees it). Data sender: packets it was asked to resend (the sender
     /// cannot see the receiver's counters).
@@ -237,6 +241,7 @@ impl TransferReport {
             packet_size: p.packet_size,
             buffer_size: p.buffer_size,
             buffers: p.max_buffers,
+            buffers_peak: st.peak_buffers,
             lost: if t.sender {
                 st.data_packets_retransmitted
             } else {

@@ -332,6 +332,10 @@ impl Connection {
             Role::DataReceiver => {
                 let mut r = Receiver::new(self.params, &self.config);
                 r.feedback.enabled = self.feedback;
+                // The active end has heard the sender (its RESPONSE).
+                if self.side == Side::Active {
+                    r.go_cap = None;
+                }
                 DataPart::Receiver(Box::new(r))
             }
         };
@@ -437,7 +441,12 @@ impl Connection {
     /// must hold exactly the negotiated buffer size.
     pub fn push_buffer(&mut self, data: Vec<u8>, last: bool) -> Result<(), PushError> {
         match (&mut self.data, self.state) {
-            (DataPart::Sender(s), State::Open) => s.push(data, last),
+            (DataPart::Sender(s), State::Open) => {
+                s.push(data, last)?;
+                let held = s.buffers_held() as u64;
+                self.stats.peak_buffers = self.stats.peak_buffers.max(held);
+                Ok(())
+            }
             _ => Err(PushError::NotSending),
         }
     }
@@ -573,6 +582,10 @@ impl Connection {
         tracing::trace!(%now, side = ?self.side, packet = %p, "received");
         if !matches!(p.repr, Repr::Open(_)) {
             self.peer_confirmed = true;
+            // The sender is heard: GO every negotiated buffer (R11).
+            if let DataPart::Receiver(r) = &mut self.data {
+                r.go_cap = None;
+            }
         }
         match &p.repr {
             Repr::Open(o) => self.on_open(o),

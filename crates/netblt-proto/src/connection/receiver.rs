@@ -108,6 +108,8 @@ pub(crate) struct Receiver {
     pub(crate) fifo: ControlFifo,
     gap: GapEstimator,
     recycled: Vec<Vec<u8>>,
+    /// [`Config::initial_gos`] until the sender is heard after OPEN.
+    pub(crate) go_cap: Option<u16>,
     min_margin: Duration,
     /// Largest datagram we send ([`Config::max_datagram`]): RESEND lists and
     /// control packets are cut to fit it.
@@ -149,6 +151,7 @@ impl Receiver {
             fifo: ControlFifo::new(),
             gap: GapEstimator::default(),
             recycled: Vec::new(),
+            go_cap: config.initial_gos,
             min_margin: config.min_data_timer_margin,
             max_datagram: config.max_datagram.max(HEADER_LEN + 16),
             receive_queue: config.receive_queue.max(1),
@@ -214,9 +217,8 @@ impl Receiver {
                 .filter(|b| b.state == RecvState::Received && !b.delivered)
                 .count()
                 + self.undelivered;
-            if self.in_flight() >= usize::from(self.params.max_buffers)
-                || waiting >= self.receive_queue
-            {
+            let most = self.params.max_buffers.min(self.go_cap.unwrap_or(u16::MAX));
+            if self.in_flight() >= usize::from(most) || waiting >= self.receive_queue {
                 return;
             }
             let number = self.next_go;
@@ -252,6 +254,17 @@ impl Receiver {
                 ok_acked: false,
             });
         }
+    }
+
+    /// Packets still expected in buffers up to and including index `i`
+    /// (the sender sends them first).
+    fn expected_through(&self, i: usize) -> u32 {
+        self.bufs
+            .iter()
+            .take(i + 1)
+            .filter(|b| b.state != RecvState::Received)
+            .map(|b| b.remaining(self.full))
+            .sum()
     }
 
     fn gap_estimate(&self) -> Duration {
@@ -311,13 +324,7 @@ impl Receiver {
         // Loose timer (RFC 998 §5.2.2): it must cover the packets of
         // lower-numbered buffers still expected, which the sender sends
         // first, as well as this buffer's own, and the trip across.
-        let ahead: u32 = self
-            .bufs
-            .iter()
-            .take(i + 1)
-            .filter(|b| b.state != RecvState::Received)
-            .map(|b| b.remaining(self.full))
-            .sum();
+        let ahead = self.expected_through(i);
         if let DataTimerPolicy::Rfc998 { variance } = self.policy {
             // RFC 998 §5.2.2: "As soon as the control message has been
             // acknowledged, buffer A moves from the ACK-WAIT state into the
@@ -643,18 +650,38 @@ impl Receiver {
         let full = self.full;
         let mut resends: Vec<(usize, Vec<u16>)> = Vec::new();
         let mut rearm: Vec<usize> = Vec::new();
+        let mut not_yet: Vec<usize> = Vec::new();
         // The sender sends buffers in order: data in a later buffer means it
         // is done with the earlier ones.
         let newest_with_data = self
             .bufs
             .iter()
             .rposition(|b| b.state == RecvState::Received || b.got.count() > 0);
+        // The oldest buffer not yet complete: the sender resends there first.
+        let first_open = self
+            .bufs
+            .iter()
+            .position(|b| b.state != RecvState::Received);
+        let adaptive = self.policy == DataTimerPolicy::Adaptive;
         for (i, b) in self.bufs.iter_mut().enumerate() {
             if b.timer.is_none_or(|t| t > now) {
                 continue;
             }
             b.timer = None;
             if !matches!(b.state, RecvState::Acked | RecvState::Receiving) {
+                continue;
+            }
+            // Decision R13: nothing of this buffer has come, no later one
+            // has data, and an earlier one still waits for packets. The
+            // sender sends in order: it has not reached this buffer (it
+            // resends the earlier ones first, or it keeps fewer buffers
+            // than were GO'd, R11). Asking for all of it would only put
+            // packets still on their way in the queue again; wait more.
+            let not_reached = b.got.count() == 0
+                && newest_with_data.is_none_or(|j| j < i)
+                && first_open.is_some_and(|f| f < i);
+            if adaptive && not_reached {
+                not_yet.push(i);
                 continue;
             }
             stats.data_timeouts += 1;
@@ -703,6 +730,12 @@ impl Receiver {
             } else {
                 rearm.push(i);
             }
+        }
+        for i in not_yet {
+            // The loose timer again (as when its GO was acknowledged): the
+            // packets of every earlier buffer still expected, then its own.
+            let t = self.data_timer(now, self.expected_through(i), self.srtt, 0);
+            self.bufs[i].timer = Some(t);
         }
         for i in rearm {
             let (remaining, backoff) = (self.bufs[i].remaining(full), self.bufs[i].backoff);

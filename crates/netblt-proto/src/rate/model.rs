@@ -398,6 +398,7 @@ impl Model {
             self.advance_phase(standing, queue);
         }
         tracing::debug!(
+            %now,
             round = self.round,
             phase = ?self.phase,
             ?queue,
@@ -405,6 +406,7 @@ impl Model {
             bottleneck_mbps = self.bottleneck() / 1e6,
             foreign = self.foreign_rounds,
             reason = %self.reason,
+            pacing_mbps = self.pacing_bps() / 1e6,
             "rate control round"
         );
         self.r_arrived = 0;

@@ -191,8 +191,12 @@ pub struct NetbltSpec {
     pub packet_size: u16,
     /// Bytes per buffer.
     pub buffer_size: u32,
-    /// Outstanding buffers.
+    /// Outstanding buffers (the ceiling).
     pub max_buffers: u16,
+    /// Buffers the sender keeps queued at least, choosing more up to
+    /// `max_buffers` as its rate and the buffers' outstanding time need
+    /// (`Config::min_buffers`, decision R11). Default: all of them.
+    pub min_buffers: Option<u16>,
     /// Spread each burst over its interval in groups of this many packets.
     pub pacing_quantum: Option<u16>,
     /// Death timer in seconds.
@@ -217,6 +221,7 @@ impl Default for NetbltSpec {
             packet_size: 1400,
             buffer_size: 1 << 20,
             max_buffers: 8,
+            min_buffers: None,
             pacing_quantum: None,
             death_timeout_s: 30,
             policy: PolicySpec::Fixed,
@@ -259,6 +264,7 @@ impl NetbltSpec {
             )
             .max(1472),
             rate_feedback: self.policy != PolicySpec::Fixed,
+            min_buffers: self.min_buffers,
             rate: RateConfig {
                 policy: self.policy.into(),
                 min_bps: self.min_rate_bps,

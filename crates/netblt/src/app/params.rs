@@ -16,6 +16,17 @@ pub const DEFAULT_RATE: u64 = 10_000_000_000;
 /// G3): loopback and jumbo-frame LANs, where 10 Gb/s is below what two
 /// hosts move (33 Gb/s for kernel TCP on this project's loopback).
 pub const AUTO_RATE: u64 = 40_000_000_000;
+/// Buffers offered in OPEN when none are given, and the most a passive end
+/// accepts: the ceiling of what a sender keeps outstanding. An adaptive
+/// sender queues [`MIN_QUEUED_BUFFERS`], and more only when its rate times
+/// the time its buffers stay outstanding needs them (decision R11): at
+/// 100 Mb/s, 1.8 s and 5 % loss, about 90 of 1 MiB.
+pub const DEFAULT_BUFFERS: u16 = 128;
+/// Buffers a sender keeps queued at least ([`Config::min_buffers`]), and
+/// the GOs a passive receiver sends before it hears the sender
+/// ([`Config::initial_gos`]): 32 GOs and the RESPONSE fit the 3x
+/// amplification budget of an IK initiation (decision R10).
+pub const MIN_QUEUED_BUFFERS: u16 = 32;
 /// Packets released together within a burst: one GSO train.
 pub(crate) const PACING_QUANTUM: u16 = 32;
 
@@ -124,6 +135,8 @@ pub(crate) fn config(
         pacing_clock: PacingClock::Virtual,
         confirm_last_buffer: true,
         open_null_ack: true,
+        min_buffers: Some(MIN_QUEUED_BUFFERS),
+        initial_gos: Some(MIN_QUEUED_BUFFERS),
         max_datagram: if v6 { 1452 } else { 1472 },
         ..Config::default()
     }
@@ -145,7 +158,7 @@ pub(crate) fn passive_limits() -> TransferParams {
         buffer_size: 16 << 20,
         burst_size: u16::MAX,
         burst_interval_ms: 1,
-        max_buffers: 64,
+        max_buffers: DEFAULT_BUFFERS,
         // The checksum may only be switched on by the passive end; leave the
         // active end's choice.
         checksum_data: false,
