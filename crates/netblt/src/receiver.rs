@@ -13,7 +13,7 @@ use netblt_proto::{Connection, Incoming, Mode};
 use crate::app::bundle::unpack::Unpacker;
 use crate::app::meta::{Request, Response};
 use crate::app::names::resolve;
-use crate::app::params::{config, passive_limits, passive_rate};
+use crate::app::params::{config, passive_limits, passive_limits_for, passive_rate};
 use crate::app::partial::{parse_digest, PartFile};
 use crate::app::sink::Target;
 use crate::app::source::Input;
@@ -367,7 +367,7 @@ impl Service for Policy {
             self.v6,
             passive_rate(),
         );
-        cfg.params = passive_limits();
+        cfg.params = passive_limits_for(&inc.offer);
         Ok(Accept {
             config: Some(cfg),
             response: resp.encode(),

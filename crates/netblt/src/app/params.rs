@@ -150,6 +150,23 @@ pub(crate) fn passive_rate() -> RateConfig {
     }
 }
 
+/// The most a passive end lets one connection's window be (outstanding
+/// buffers x buffer size): what it was before R11 raised the count from 64
+/// to 128 (64 of the largest, 16 MiB, buffers), so that a peer cannot make
+/// a receiver hold more than before.
+const PASSIVE_WINDOW: u64 = 1 << 30;
+
+/// The passive end's limits for an `offer`: [`passive_limits`] with the
+/// number of outstanding buffers lowered so that the window stays within
+/// [`PASSIVE_WINDOW`] (1 MiB buffers keep all 128; 16 MiB ones get 64).
+pub(crate) fn passive_limits_for(offer: &TransferParams) -> TransferParams {
+    let mut p = passive_limits();
+    let size = u64::from(offer.buffer_size.min(p.buffer_size).max(1));
+    let fit = u16::try_from(PASSIVE_WINDOW / size).unwrap_or(u16::MAX);
+    p.max_buffers = p.max_buffers.min(fit.max(4));
+    p
+}
+
 /// The passive end's limits: the least restrictive values it accepts (an
 /// offer is only ever restricted down to these).
 pub(crate) fn passive_limits() -> TransferParams {
@@ -168,6 +185,19 @@ pub(crate) fn passive_limits() -> TransferParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_passive_window_is_at_most_a_gib() {
+        let offer = |buffer_size| TransferParams {
+            buffer_size,
+            ..passive_limits()
+        };
+        assert_eq!(passive_limits_for(&offer(1 << 20)).max_buffers, 128);
+        assert_eq!(passive_limits_for(&offer(8_192_000)).max_buffers, 128);
+        assert_eq!(passive_limits_for(&offer(16 << 20)).max_buffers, 64);
+        // Larger than the limit: restricted to 16 MiB, so 64.
+        assert_eq!(passive_limits_for(&offer(u32::MAX)).max_buffers, 64);
+    }
 
     #[test]
     fn packet_size_follows_the_path_mtu() {
