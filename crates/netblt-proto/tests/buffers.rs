@@ -10,30 +10,16 @@ mod pair;
 
 use std::collections::BTreeSet;
 
-use netblt_proto::{Config, Connection, Duration, Instant, Policy, RateConfig, TransferParams};
-use netblt_wire::{ControlMessageRef, Mode, NullAckRepr, OpenRepr, Packet, Repr};
-use pair::{pattern, Bottleneck, Pair};
+use netblt_proto::{Config, Connection, Duration, Instant, Policy, RateConfig};
+use netblt_wire::{ControlMessageRef, NullAckRepr, Packet, Repr};
+use pair::{emit_from_5000, open_write, pattern, Bottleneck, Pair};
 
 const MBIT: f64 = 1e6;
 
 fn config(max_buffers: u16, min_buffers: Option<u16>) -> Config {
     Config {
-        params: TransferParams {
-            packet_size: 1400,
-            buffer_size: 256 * 1400,
-            // The ceiling: 1 Gb/s offered.
-            burst_size: 89,
-            burst_interval_ms: 1,
-            max_buffers,
-            checksum_data: false,
-        },
-        rate_feedback: true,
-        rate: RateConfig {
-            policy: Policy::Fair,
-            ..RateConfig::default()
-        },
         min_buffers,
-        ..Config::default()
+        ..pair::adaptive_config(Policy::Fair, max_buffers)
     }
 }
 
@@ -168,18 +154,6 @@ fn a_buffer_the_sender_has_not_reached_is_not_asked_for() {
     );
 }
 
-fn emit(repr: Repr<'_>) -> Vec<u8> {
-    let p = Packet {
-        local_port: 5000,
-        foreign_port: 7000,
-        repr,
-    };
-    let mut b = vec![0u8; p.buffer_len()];
-    let n = p.emit(&mut b).unwrap();
-    b.truncate(n);
-    b
-}
-
 /// Buffer numbers GO'd in the CONTROL packets `c` sends now.
 fn gos(c: &mut Connection, now: Instant, into: &mut BTreeSet<u32>) {
     let mut buf = vec![0u8; 70_000];
@@ -205,20 +179,7 @@ fn a_passive_receiver_gos_a_few_buffers_until_it_hears_the_sender() {
         initial_gos: Some(3),
         ..config(10, None)
     };
-    let open = OpenRepr {
-        uid: 9,
-        buffer_size: 2800,
-        transfer_size: 28_000,
-        data_packet_size: 1400 + 24,
-        burst_size: 4,
-        burst_interval_ms: 1,
-        death_timer_s: 30,
-        checksum_data: false,
-        mode: Mode::Write,
-        rate_feedback: true,
-        max_outstanding: 10,
-        client: b"",
-    };
+    let open = open_write(2800, 28_000, 10);
     let t0 = Instant::ZERO;
     let mut r = Connection::accept(cfg, &open, 7000, 5000, vec![], t0).unwrap();
     let mut seen = BTreeSet::new();
@@ -226,7 +187,7 @@ fn a_passive_receiver_gos_a_few_buffers_until_it_hears_the_sender() {
     assert_eq!(seen, (1..=3).collect(), "before the sender is heard");
     // A retransmitted OPEN is not the sender heard from.
     let t1 = Instant::from_millis(50);
-    let o = emit(Repr::Open(open));
+    let o = emit_from_5000(Repr::Open(open));
     r.handle_datagram(t1, &o);
     gos(&mut r, t1, &mut seen);
     assert_eq!(seen.len(), 3);
@@ -234,7 +195,7 @@ fn a_passive_receiver_gos_a_few_buffers_until_it_hears_the_sender() {
     let t2 = Instant::from_millis(100);
     r.handle_datagram(
         t2,
-        &emit(Repr::NullAck(NullAckRepr {
+        &emit_from_5000(Repr::NullAck(NullAckRepr {
             high_ack: 0,
             burst_size: 4,
             burst_interval_ms: 1,

@@ -6,29 +6,13 @@
 
 mod pair;
 
-use netblt_proto::{Config, Duration, Policy, RateConfig, TransferParams};
+use netblt_proto::{Config, Duration, Policy};
 use pair::{pattern, Bottleneck, Pair};
 
 const MBIT: f64 = 1e6;
 
 fn adaptive(policy: Policy) -> Config {
-    Config {
-        params: TransferParams {
-            packet_size: 1400,
-            buffer_size: 256 * 1400,
-            // The ceiling: 1 Gb/s offered.
-            burst_size: 89,
-            burst_interval_ms: 1,
-            max_buffers: 32,
-            checksum_data: false,
-        },
-        rate_feedback: true,
-        rate: RateConfig {
-            policy,
-            ..RateConfig::default()
-        },
-        ..Config::default()
-    }
+    pair::adaptive_config(policy, 32)
 }
 
 struct Run {
@@ -141,37 +125,14 @@ fn fixed_policy_and_plain_peers_keep_rfc998_rates() {
 #[test]
 fn a_pending_feedback_does_not_spin_after_quit() {
     use netblt_proto::{Connection, Instant};
-    use netblt_wire::{DataRepr, Mode, OpenRepr, Packet, Repr};
+    use netblt_wire::{DataRepr, Repr};
     let cfg = adaptive(Policy::Fair);
-    let open = OpenRepr {
-        uid: 9,
-        buffer_size: 2800,
-        transfer_size: 2800,
-        data_packet_size: 1400 + 24,
-        burst_size: 4,
-        burst_interval_ms: 1,
-        death_timer_s: 30,
-        checksum_data: false,
-        mode: Mode::Write,
-        rate_feedback: true,
-        max_outstanding: 2,
-        client: b"",
-    };
+    let open = pair::open_write(2800, 2800, 2);
     let t0 = Instant::ZERO;
     let mut r = Connection::accept(cfg, &open, 7000, 5000, vec![], t0).unwrap();
     let mut buf = vec![0u8; 70_000];
     while r.poll_transmit(t0, &mut buf).is_some() {}
-    let emit = |repr: Repr<'_>| {
-        let p = Packet {
-            local_port: 5000,
-            foreign_port: 7000,
-            repr,
-        };
-        let mut b = vec![0u8; p.buffer_len()];
-        let n = p.emit(&mut b).unwrap();
-        b.truncate(n);
-        b
-    };
+    let emit = pair::emit_from_5000;
     let payload = vec![7u8; 1400];
     let data = emit(Repr::Data(DataRepr {
         buffer: 1,

@@ -142,6 +142,67 @@ fn next_datagram(
     Some(d)
 }
 
+/// Rate control under `policy` with the FEEDBACK extension: 1400-byte
+/// packets, buffers of 256 packets, `max_buffers` of them, a 1 Gb/s ceiling.
+pub fn adaptive_config(policy: netblt_proto::Policy, max_buffers: u16) -> Config {
+    Config {
+        params: netblt_proto::TransferParams {
+            packet_size: 1400,
+            buffer_size: 256 * 1400,
+            // The ceiling: 1 Gb/s offered.
+            burst_size: 89,
+            burst_interval_ms: 1,
+            max_buffers,
+            checksum_data: false,
+        },
+        rate_feedback: true,
+        rate: netblt_proto::RateConfig {
+            policy,
+            ..netblt_proto::RateConfig::default()
+        },
+        ..Config::default()
+    }
+}
+
+/// A WRITE-mode OPEN from port 5000 to 7000 with the FEEDBACK extension:
+/// 1400-byte packets, 4 per 1 ms burst, `max_outstanding` buffers of
+/// `buffer_size` bytes, `transfer_size` in all (for scripted conversations
+/// with a passive end made by `Connection::accept(cfg, &open, 7000, 5000, ..)`).
+pub fn open_write(
+    buffer_size: u32,
+    transfer_size: u32,
+    max_outstanding: u16,
+) -> netblt_wire::OpenRepr<'static> {
+    netblt_wire::OpenRepr {
+        uid: 9,
+        buffer_size,
+        transfer_size,
+        data_packet_size: 1400 + 24,
+        burst_size: 4,
+        burst_interval_ms: 1,
+        death_timer_s: 30,
+        checksum_data: false,
+        mode: netblt_wire::Mode::Write,
+        rate_feedback: true,
+        max_outstanding,
+        client: b"",
+    }
+}
+
+/// The bytes of a packet from port 5000 to 7000 (the active end of
+/// [`open_write`]).
+pub fn emit_from_5000(repr: netblt_wire::Repr<'_>) -> Vec<u8> {
+    let p = netblt_wire::Packet {
+        local_port: 5000,
+        foreign_port: 7000,
+        repr,
+    };
+    let mut b = vec![0u8; p.buffer_len()];
+    let n = p.emit(&mut b).unwrap_or(0);
+    b.truncate(n);
+    b
+}
+
 pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..len).map(|_| rng.random()).collect()
