@@ -138,9 +138,12 @@ struct FeedbackIntake {
     delivered_at: Instant,
     first_sent_at: Instant,
     lost_total: u64,
-    /// Packets RESENDs asked for (not premature): lost, whether FEEDBACK saw
-    /// a hole for them or not.
+    /// Packets RESENDs asked for the first time (not premature): lost,
+    /// whether FEEDBACK saw a hole for them or not.
     requested: u64,
+    /// Packets RESENDs asked for again: a resent copy lost too. FEEDBACK
+    /// counts each missing packet once, so these are lost on top of its count.
+    requested_again: u64,
     last_at: Option<Instant>,
     /// Payload bytes sent (retransmissions included).
     sent_bytes: u64,
@@ -240,8 +243,13 @@ impl Sender {
     /// Payload bytes sent and not yet reported arrived or lost.
     fn inflight_bytes(&self) -> u64 {
         // Every hole FEEDBACK counts is asked for by a RESEND sooner or
-        // later, so the larger count is the better one.
-        let lost = self.fb.lost_total.max(self.fb.requested) * u64::from(self.params.packet_size);
+        // later, so the larger count of first losses is the better one (a
+        // RESEND comes a data timer and half a round trip after the hole);
+        // resent copies lost again come on top (decision R14: counted in
+        // the max, they stayed "in flight" for that lag, and at 10 ms and
+        // 5 % loss the in-flight cap held the sender to 0.92 of the path).
+        let lost = (self.fb.lost_total.max(self.fb.requested) + self.fb.requested_again)
+            * u64::from(self.params.packet_size);
         self.fb
             .sent_bytes
             .saturating_sub(self.fb.delivered)
@@ -516,7 +524,11 @@ impl Sender {
                                 // The receiver does not have it: no longer
                                 // in flight (a tail loss leaves no hole for
                                 // FEEDBACK to count).
-                                self.fb.requested += 1;
+                                if rec.is_some_and(|r| r.again) {
+                                    self.fb.requested_again += 1;
+                                } else {
+                                    self.fb.requested += 1;
+                                }
                             }
                         }
                     }
