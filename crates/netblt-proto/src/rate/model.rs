@@ -470,7 +470,14 @@ impl Model {
             // overshoots (the answer comes a round late).
             if self.fast_grow >= 2 {
                 let k = (self.fast_grow - 2).min(2);
-                new = new.max(w * (1.0 + 0.025 * f64::from(1u32 << k)));
+                let grown = w * (1.0 + 0.025 * f64::from(1u32 << k));
+                // Fast up to the path's estimated rate, then 5 % past it
+                // per round (decision R15): the delivery rate then shows
+                // freed capacity as quickly, while growing 10 % past it
+                // filled a tenth of a round trip of queue before the delay
+                // answered, every few seconds (emulator, 300 ms: p95 50 ms).
+                let ceiling = self.bottleneck() / 8.0 * base.as_secs_f64() * 1.05 + alpha;
+                new = new.max(grown.min(ceiling.max(w)));
             }
             self.reason = RateReason::Probing;
         } else {
@@ -961,6 +968,41 @@ mod tests {
             "{} of {calm}",
             m.bottleneck()
         );
+    }
+
+    /// R15: a FAST flow whose queue stays empty grows quickly up to the
+    /// path's estimated rate and then only 5 % past it per round, not the
+    /// 10 % that queued a tenth of a round trip before the delay answered.
+    #[test]
+    fn fast_growth_stops_five_percent_past_the_estimate() {
+        let mut m = fair();
+        let base = 300_000;
+        let mut t = 0;
+        // Alone at 96 Mb/s until FAST cruises.
+        while !(m.phase == Phase::Cruise && m.fast_w.is_some()) {
+            t += 20_000;
+            m.on_sample(&sample(t, base, 96e6));
+            assert!(t < 60_000_000, "never cruised: {m:?}");
+        }
+        let start = m.pacing_bps();
+        // The queue empties for six rounds (every round trip the base) and
+        // the path delivers no more: FAST's growth after two empty rounds
+        // (2.5 %, 5 %, then 10 % a round) is held 5 % past the estimate.
+        let mut most: f64 = 0.0;
+        for _ in 0..(6 * base / 20_000) {
+            t += 20_000;
+            m.on_sample(&sample(t, base, 96e6));
+            if m.phase == Phase::Cruise && m.fast_w.is_some() {
+                most = most.max(m.pacing_bps());
+            }
+        }
+        let bw = m.bottleneck();
+        assert!((95e6..97e6).contains(&bw), "estimate {bw}");
+        // 5 % past it (or where it started), and FAST's own alpha / 2 per
+        // round (10 packets a round trip: 0.19 Mb/s a round).
+        let limit = (1.05 * bw).max(start) + 6.0 * 0.19e6 + 0.1e6;
+        assert!(most <= limit, "paced {most} on {bw}, from {start}");
+        assert!(most >= bw, "never reached the estimate: {most}");
     }
 
     /// Loopback gives round trips of zero: every phase must stay finite.
