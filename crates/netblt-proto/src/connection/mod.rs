@@ -142,8 +142,9 @@ pub struct Connection {
     stats: Stats,
     result: Option<Result<(), ConnectionError>>,
     quit_reason: Vec<u8>,
-    /// Passive end: the active end sent something other than OPEN, so it
-    /// has our RESPONSE.
+    /// The peer sent something other than OPEN: a passive end knows the
+    /// active end has its RESPONSE (and, encrypted, its address is proven:
+    /// every GO may go, R11); an active end has the RESPONSE itself.
     peer_confirmed: bool,
     /// The FEEDBACK extension: offered (active end, before RESPONSE), then
     /// negotiated.
@@ -332,10 +333,6 @@ impl Connection {
             Role::DataReceiver => {
                 let mut r = Receiver::new(self.params, &self.config);
                 r.feedback.enabled = self.feedback;
-                // The active end has heard the sender (its RESPONSE).
-                if self.side == Side::Active {
-                    r.go_cap = None;
-                }
                 DataPart::Receiver(Box::new(r))
             }
         };
@@ -582,10 +579,6 @@ impl Connection {
         tracing::trace!(%now, side = ?self.side, packet = %p, "received");
         if !matches!(p.repr, Repr::Open(_)) {
             self.peer_confirmed = true;
-            // The sender is heard: GO every negotiated buffer (R11).
-            if let DataPart::Receiver(r) = &mut self.data {
-                r.go_cap = None;
-            }
         }
         match &p.repr {
             Repr::Open(o) => self.on_open(o),

@@ -108,8 +108,8 @@ pub(crate) struct Receiver {
     pub(crate) fifo: ControlFifo,
     gap: GapEstimator,
     recycled: Vec<Vec<u8>>,
-    /// [`Config::initial_gos`] until the sender is heard after OPEN.
-    pub(crate) go_cap: Option<u16>,
+    /// [`Config::initial_gos`]: GOs at most until the sender is heard.
+    initial_gos: Option<u16>,
     min_margin: Duration,
     /// Largest datagram we send ([`Config::max_datagram`]): RESEND lists and
     /// control packets are cut to fit it.
@@ -151,7 +151,7 @@ impl Receiver {
             fifo: ControlFifo::new(),
             gap: GapEstimator::default(),
             recycled: Vec::new(),
-            go_cap: config.initial_gos,
+            initial_gos: config.initial_gos,
             min_margin: config.min_data_timer_margin,
             max_datagram: config.max_datagram.max(HEADER_LEN + 16),
             receive_queue: config.receive_queue.max(1),
@@ -204,9 +204,10 @@ impl Receiver {
     }
 
     /// Issues GOs while flow control allows: at most `max_buffers` buffers in
-    /// transmission, and no more completed-but-untaken buffers than the
+    /// transmission (`initial_gos` until the sender is `heard` after OPEN,
+    /// R11), and no more completed-but-untaken buffers than the
     /// application's receive queue.
-    pub(crate) fn issue_gos(&mut self, stats: &mut Stats) {
+    pub(crate) fn issue_gos(&mut self, heard: bool, stats: &mut Stats) {
         loop {
             if self.last_buffer.is_some_and(|l| self.next_go > l) || self.next_go == u32::MAX {
                 return;
@@ -217,7 +218,8 @@ impl Receiver {
                 .filter(|b| b.state == RecvState::Received && !b.delivered)
                 .count()
                 + self.undelivered;
-            let most = self.params.max_buffers.min(self.go_cap.unwrap_or(u16::MAX));
+            let cap = self.initial_gos.filter(|_| !heard).unwrap_or(u16::MAX);
+            let most = self.params.max_buffers.min(cap);
             if self.in_flight() >= usize::from(most) || waiting >= self.receive_queue {
                 return;
             }

@@ -34,9 +34,8 @@ struct SendRecord {
     /// Packets reported lost when this packet left.
     lost: u64,
     app_limited: bool,
-    /// Sent again: an echo may be of the first copy (Karn), no RTT sample.
-    again: bool,
-    /// Times sent (saturating).
+    /// Times sent (saturating). More than one: an echo may be of an
+    /// earlier copy (Karn), no RTT sample.
     sends: u8,
 }
 
@@ -321,7 +320,7 @@ impl Sender {
         };
         if let Some(r) = rec {
             let rtt = now.saturating_duration_since(r.at).saturating_sub(hold);
-            if !r.again {
+            if r.sends == 1 {
                 sample.rtt = Some(rtt);
                 self.fb.last_rtt = Some(rtt);
             }
@@ -524,7 +523,7 @@ impl Sender {
                                 // The receiver does not have it: no longer
                                 // in flight (a tail loss leaves no hole for
                                 // FEEDBACK to count).
-                                if rec.is_some_and(|r| r.again) {
+                                if rec.is_some_and(|r| r.sends > 1) {
                                     self.fb.requested_again += 1;
                                 } else {
                                     self.fb.requested += 1;
@@ -706,10 +705,8 @@ impl Sender {
                 b.sent = vec![None; b.count as usize];
             }
             if let Some(slot) = b.sent.get_mut(p as usize) {
-                let again = slot.is_some();
                 let sends = slot.map_or(1, |r| r.sends.saturating_add(1));
                 *slot = Some(SendRecord {
-                    again,
                     sends,
                     at: now,
                     delivered: self.fb.delivered,

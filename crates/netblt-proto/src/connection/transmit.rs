@@ -121,7 +121,7 @@ impl Connection {
         match &mut self.data {
             DataPart::Receiver(r) => {
                 if open {
-                    r.issue_gos(&mut self.stats);
+                    r.issue_gos(self.peer_confirmed, &mut self.stats);
                 }
                 // The driver may offer a much larger slot (64 KB for a GSO
                 // train); the control packet must still fit one datagram of
