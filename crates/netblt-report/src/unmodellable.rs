@@ -206,9 +206,10 @@ pub fn rfc1030_row(r: &Report, id: &str, row: &RowResult) -> Option<String> {
     }
 }
 
-/// XUNET Table I's missing fixed cost per round trip: what the rows would
-/// be with `c` ms added to each of ours (a sensitivity, not a model: the
-/// report gives no such figure).
+/// XUNET Table I's fixed cost per round trip still missing after the local
+/// case's 5 ms: what the rows would be with `c` ms more added to each of ours
+/// (a sensitivity, not a model: the report gives no such figure for the
+/// wide-area switches).
 pub fn xunet_fixed_cost(rows: &[crate::xunet::EchoRow]) -> String {
     let Some(one) = rows.iter().find(|r| r.size == 1) else {
         return String::new();
@@ -231,10 +232,11 @@ pub fn xunet_fixed_cost(rows: &[crate::xunet::EchoRow]) -> String {
     format!(
         "**Sensitivity: a fixed cost per round trip.** The report's eq. 6 folds \
          everything that is not propagation, serialization or 0.008 ms/byte into its \
-         measured one-byte \"response time\" (54.64 ms); our one-byte round trip is {} ms \
-         shorter. With a fixed cost c added to each of our round trips (c is not a \
-         parameter of the profile: the seeds do not give one), Table I's |error| would be: \
-         {}; {}; {}.\n",
+         measured one-byte \"response time\" (54.64 ms). Ours charges the hosts' time per \
+         echo that the local case measured (5 ms, no trunk, one switch) and is {} ms \
+         shorter: the wide-area switches and trunk interfaces, for which the report gives \
+         no figure. With a further fixed cost c added to each of our round trips (not a \
+         parameter of the model), Table I's |error| would be: {}; {}; {}.\n",
         num(gap, 2),
         at(0.0),
         at(gap / 2.0),

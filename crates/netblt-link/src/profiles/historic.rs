@@ -337,9 +337,10 @@ one store-and-forward hop per direction as in eq. 2 and 6. Distance 3,000 miles 
 bandwidth-delay product, at least 64 KiB: ASSUMED. MTU: none given, none set. \
 Hosts: eq. 6 leaves 0.008 ms/byte for the two hosts of an echo test, \"each host experiences a \
 local additional delay of only 0.004 ms/byte\"; in the echo test each host both receives and \
-sends every byte, so we charge 2 us/byte on send and 2 us/byte on receive. The measured \
-response-time excess over propagation is not turned into a fixed cost (it is a result, and \
-covers the Datakit switches too): fixed costs 0. Interfaces (KMC boards): unlimited buffers, \
+sends every byte, so we charge 2 us/byte on send and 2 us/byte on receive. Fixed costs per \
+packet 0: the hosts' fixed time is per message, not per block, and the stream model charges \
+it to the echo test's applications (the local case's 5 ms response time, \
+`netblt_sim::stream::echo_rtt`). Interfaces (KMC boards): unlimited buffers, \
 full duplex, no rate of their own (ASSUMED). \
 Overhead: IP 20 + UDP 8 (netblt over UDP). \
 Defaults: XUNET ran no NETBLT; derived from the path (see `derived_defaults`) with 1024-byte \
