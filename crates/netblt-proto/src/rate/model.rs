@@ -68,6 +68,9 @@ const FOREIGN_ROUNDS: u32 = 64;
 const FOREIGN_PROBE_GAIN: f64 = 1.25;
 /// FAST mode: bytes of its own a flow keeps queued, in packets.
 const FAST_ALPHA: f64 = 10.0;
+/// How far past the path's estimated rate FAST's fast growth goes in one
+/// round: 5 % of the base round trip, but at most this much queue (R16).
+const FAST_OVERSHOOT_MAX: Duration = Duration::from_millis(20);
 /// Rounds with fewer packets than this say nothing about loss.
 const MIN_ROUND_PACKETS: u64 = 8;
 /// Rounds the FEEDBACK-gap filter remembers.
@@ -476,7 +479,10 @@ impl Model {
                 // freed capacity as quickly, while growing 10 % past it
                 // filled a tenth of a round trip of queue before the delay
                 // answered, every few seconds (emulator, 300 ms: p95 50 ms).
-                let ceiling = self.bottleneck() / 8.0 * base.as_secs_f64() * 1.05 + alpha;
+                // And at most 20 ms of queue (R16): 5 % of 1.8 s queued 90 ms,
+                // which FAST then drained for rounds, under the path's rate.
+                let over = (base.as_secs_f64() * 0.05).min(FAST_OVERSHOOT_MAX.as_secs_f64());
+                let ceiling = self.bottleneck() / 8.0 * (base.as_secs_f64() + over) + alpha;
                 new = new.max(grown.min(ceiling.max(w)));
             }
             self.reason = RateReason::Probing;
@@ -1001,6 +1007,38 @@ mod tests {
         // 5 % past it (or where it started), and FAST's own alpha / 2 per
         // round (10 packets a round trip: 0.19 Mb/s a round).
         let limit = (1.05 * bw).max(start) + 6.0 * 0.19e6 + 0.1e6;
+        assert!(most <= limit, "paced {most} on {bw}, from {start}");
+        assert!(most >= bw, "never reached the estimate: {most}");
+    }
+
+    /// R16: on a long path 5 % of a round trip is a long queue (90 ms at
+    /// 1.8 s) that FAST then drains for several rounds below the path's
+    /// rate; past the estimate it grows by at most 20 ms of queue a round.
+    #[test]
+    fn fast_growth_past_the_estimate_is_at_most_twenty_ms_of_queue() {
+        let mut m = fair();
+        let base = 1_800_000;
+        let step = 50_000;
+        let mut t = 0;
+        while !(m.phase == Phase::Cruise && m.fast_w.is_some()) {
+            t += step;
+            m.on_sample(&sample(t, base, 96e6));
+            assert!(t < 300_000_000, "never cruised: {m:?}");
+        }
+        let start = m.pacing_bps();
+        let mut most: f64 = 0.0;
+        for _ in 0..(6 * base / step) {
+            t += step;
+            m.on_sample(&sample(t, base, 96e6));
+            if m.phase == Phase::Cruise && m.fast_w.is_some() {
+                most = most.max(m.pacing_bps());
+            }
+        }
+        let bw = m.bottleneck();
+        assert!((95e6..97e6).contains(&bw), "estimate {bw}");
+        // 20 ms of 1.8 s past it (1.1 %, not 5 %), and alpha / 2 a round
+        // (10 packets a round trip at 1.8 s: 0.03 Mb/s a round).
+        let limit = (bw * (1.0 + 0.020 / 1.8)).max(start) + 6.0 * 0.03e6 + 0.1e6;
         assert!(most <= limit, "paced {most} on {bw}, from {start}");
         assert!(most >= bw, "never reached the estimate: {most}");
     }
