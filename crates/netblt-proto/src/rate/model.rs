@@ -45,12 +45,7 @@ const BW_WINDOW_ROUNDS: u64 = 10;
 /// round trips of the packets sent then are read a round trip later,
 /// whatever the rate by then (R17).
 const PROBE_RTT_TIME: Duration = Duration::from_millis(200);
-/// BBR v1's period (BBRv2's 5 s cost 2 % of the time at 100 ms and gained
-/// nothing once a probe reads its own packets, R18); `background` keeps
-/// 5 s: a base taken from another flow's queue makes it yield less, and
-/// refreshing it sooner matters more to it than the rate.
-const PROBE_RTT_INTERVAL: Duration = Duration::from_secs(10);
-const PROBE_RTT_INTERVAL_BACKGROUND: Duration = Duration::from_secs(5);
+const PROBE_RTT_INTERVAL: Duration = Duration::from_secs(5);
 /// STARTUP's gain: 2/ln 2 doubles the delivery rate every round (BBR).
 const STARTUP_GAIN: f64 = 2.885;
 const DRAIN_GAIN: f64 = 1.0 / STARTUP_GAIN;
@@ -681,12 +676,8 @@ impl RateController for Model {
             // queue, never was the base: drain and look again. Flows that
             // do this at about the same time see the empty queue together.
             let base = self.min_rtt.unwrap_or_default();
-            let every = if self.background {
-                PROBE_RTT_INTERVAL_BACKGROUND
-            } else {
-                PROBE_RTT_INTERVAL
-            };
-            let stale = s.now.saturating_duration_since(self.min_rtt_at) > every.max(base * 20);
+            let stale = s.now.saturating_duration_since(self.min_rtt_at)
+                > PROBE_RTT_INTERVAL.max(base * 20);
             if stale
                 && self.probe_rtt_read_at.is_none()
                 && !matches!(self.phase, Phase::Startup | Phase::ProbeRtt)
@@ -1104,51 +1095,6 @@ mod tests {
             "read at {at}, probe at {}",
             probing[0]
         );
-    }
-
-    /// R18: PROBE_RTT every 10 s (BBR v1), every 5 s in `background`.
-    #[test]
-    fn probe_rtt_comes_every_ten_seconds_and_every_five_in_background() {
-        let probes = |background: bool| {
-            let config = RateConfig {
-                policy: if background {
-                    Policy::Background
-                } else {
-                    Policy::Fair
-                },
-                ..RateConfig::default()
-            };
-            let mut m = Model::new(&config, 10e9, background, 1);
-            let (base, step) = (100_000u64, 10_000u64);
-            let (mut t, mut n, mut was) = (0, 0, false);
-            let mut probing: Vec<u64> = Vec::new();
-            while t < 41_000_000 {
-                t += step;
-                // The base at first; later 4 ms of queue, which only the
-                // probes' own packets see drained: it never comes back by
-                // itself.
-                let sent = t.saturating_sub(base + 4_000);
-                let rtt = if t < 1_000_000 || probing.iter().any(|&p| sent >= p && sent < p + step)
-                {
-                    base
-                } else {
-                    base + 4_000
-                };
-                m.on_sample(&sample(t, rtt, 20e6));
-                let now = m.phase == Phase::ProbeRtt;
-                if now {
-                    probing.push(t);
-                }
-                n += u32::from(now && !was);
-                was = now;
-            }
-            n
-        };
-        // From the last base at 1 s: about every 10.3 s (the interval and
-        // the wait for the probe's answer), or 5.3 s.
-        let (fair, background) = (probes(false), probes(true));
-        assert!((3..=4).contains(&fair), "fair: {fair}");
-        assert!(background >= 6, "background: {background}");
     }
 
     /// R16: on a long path 5 % of a round trip is a long queue (90 ms at
