@@ -38,12 +38,11 @@ use crate::time::{Duration, Instant};
 
 /// Rounds the bottleneck-rate filter remembers (BBR: 10).
 const BW_WINDOW_ROUNDS: u64 = 10;
-/// PROBE_RTT sends at half rate this long (BBR: 200 ms; long enough for
-/// every flow's queue to drain), and comes at most every
+/// PROBE_RTT lasts this, and at least a base round trip and 20 ms (BBR:
+/// 200 ms; long enough for every flow's queue to drain), and comes at most every
 /// PROBE_RTT_INTERVAL and every twenty base round trips (BBRv2: 5 s; at
-/// 1.8 s round trips a 5 s period would cost a third of the time). The
-/// round trips of the packets sent then are read a round trip later,
-/// whatever the rate by then (R17).
+/// 1.8 s round trips a 5 s period would cost a third of the time).
+/// at most (BBRv2: every 5 s).
 const PROBE_RTT_TIME: Duration = Duration::from_millis(200);
 const PROBE_RTT_INTERVAL: Duration = Duration::from_secs(5);
 /// STARTUP's gain: 2/ln 2 doubles the delivery rate every round (BBR).
@@ -146,14 +145,8 @@ pub struct Model {
     /// FAST's first round after entering CRUISE is not judged: its round
     /// trips straddle the drain before it.
     fast_settle: bool,
-    /// The last PROBE_RTT's time of sending at half rate.
-    probe_rtt_from: Instant,
     probe_rtt_until: Instant,
-    /// The smallest round trip of a packet sent during the last PROBE_RTT,
-    /// and when it is read (a base round trip and 20 ms after the probe's
-    /// end): `None` when no probe's answer is pending.
     probe_rtt_min: Option<Duration>,
-    probe_rtt_read_at: Option<Instant>,
     inflight: u64,
     /// When the previous sample (FEEDBACK) came, and the largest gap
     /// between two of them over the last few rounds (seconds).
@@ -219,10 +212,8 @@ impl Model {
             fast_q_before: None,
             calm_bps: 0.0,
             fast_settle: false,
-            probe_rtt_from: Instant::ZERO,
             probe_rtt_until: Instant::ZERO,
             probe_rtt_min: None,
-            probe_rtt_read_at: None,
             inflight: 0,
             last_sample_at: None,
             feedback_gap: MaxFilter::new(GAP_WINDOW_ROUNDS),
@@ -302,13 +293,6 @@ impl Model {
     }
 
     fn enter_cruise(&mut self) {
-        if self.phase == Phase::ProbeRtt && self.now < self.probe_rtt_until {
-            // Cut short (a congestion cut, a yield): the probe did not hold
-            // the rate down long enough to drain a queue, so its answer
-            // does not count, and the stale base brings another probe.
-            self.probe_rtt_read_at = None;
-            self.probe_rtt_min = None;
-        }
         self.phase = Phase::Cruise;
         self.probe_gain = PROBE_UP_GAIN;
         // FAST is for `fair` only: `background` must yield even to other
@@ -663,12 +647,7 @@ impl RateController for Model {
                 self.min_rtt = Some(rtt);
                 self.min_rtt_at = s.now;
             }
-            // A packet sent while PROBE_RTT held the rate down (its queue
-            // drained): its round trip is the one to read.
-            let sent_in_probe = s
-                .echoed_sent_at
-                .is_some_and(|t| t >= self.probe_rtt_from && t <= self.probe_rtt_until);
-            if self.probe_rtt_read_at.is_some() && sent_in_probe {
+            if self.phase == Phase::ProbeRtt {
                 self.probe_rtt_min = Some(self.probe_rtt_min.map_or(rtt, |m| m.min(rtt)));
             }
             // A base round trip not seen again for a while may be stale (a
@@ -678,16 +657,9 @@ impl RateController for Model {
             let base = self.min_rtt.unwrap_or_default();
             let stale = s.now.saturating_duration_since(self.min_rtt_at)
                 > PROBE_RTT_INTERVAL.max(base * 20);
-            if stale
-                && self.probe_rtt_read_at.is_none()
-                && !matches!(self.phase, Phase::Startup | Phase::ProbeRtt)
-            {
-                tracing::debug!(now = %s.now, ?base, "PROBE_RTT");
+            if stale && !matches!(self.phase, Phase::Startup | Phase::ProbeRtt) {
                 self.phase = Phase::ProbeRtt;
-                self.probe_rtt_from = s.now;
-                self.probe_rtt_until = s.now + PROBE_RTT_TIME;
-                self.probe_rtt_read_at =
-                    Some(self.probe_rtt_until + base + Duration::from_millis(20));
+                self.probe_rtt_until = s.now + PROBE_RTT_TIME.max(base + Duration::from_millis(20));
                 self.probe_rtt_min = None;
             }
             self.r_min_rtt = Some(self.r_min_rtt.map_or(rtt, |m| m.min(rtt)));
@@ -753,20 +725,12 @@ impl RateController for Model {
                 }
             }
         }
-        // PROBE_RTT holds the rate down only while it sends its probe; at a
-        // long round trip, holding it for a whole round trip (as until R17)
-        // cost 2.5 % of the time at 0.6-1.8 s.
         if self.phase == Phase::ProbeRtt && s.now >= self.probe_rtt_until {
-            self.enter_cruise();
-        }
-        if self.probe_rtt_read_at.is_some_and(|t| s.now >= t) {
-            self.probe_rtt_read_at = None;
-            let probed = self.probe_rtt_min.take();
-            tracing::debug!(now = %s.now, ?probed, base = ?self.min_rtt, "PROBE_RTT read");
-            if let Some(m) = probed {
+            if let Some(m) = self.probe_rtt_min {
                 self.min_rtt = Some(m);
             }
             self.min_rtt_at = s.now;
+            self.enter_cruise();
         }
         if self.phase == Phase::Drain {
             if let Some(bdp) = self.bdp_bytes() {
@@ -1045,56 +1009,6 @@ mod tests {
         let limit = (1.05 * bw).max(start) + 6.0 * 0.19e6 + 0.1e6;
         assert!(most <= limit, "paced {most} on {bw}, from {start}");
         assert!(most >= bw, "never reached the estimate: {most}");
-    }
-
-    /// R17: PROBE_RTT holds the rate down for 200 ms, not a round trip,
-    /// and reads the round trips of the packets it sent then, a round trip
-    /// later: at 1.8 s holding it for the round trip cost 2.5 % of the time.
-    #[test]
-    fn probe_rtt_sends_briefly_and_reads_its_own_packets_later() {
-        let mut m = fair();
-        let base = 1_800_000u64;
-        let step = 50_000u64;
-        // When the model was in PROBE_RTT (by step), to tell which packets
-        // it sent then: those see the drained queue (and a base that moved
-        // up by a millisecond: a route change); all others see 4 ms of queue.
-        let mut probing: Vec<u64> = Vec::new();
-        let mut t = 0;
-        let mut half_rate_us = 0;
-        let mut read = None;
-        while t < 120_000_000 {
-            t += step;
-            let sent = t.saturating_sub(base + 4_000);
-            let rtt = if t < 10 * base {
-                base
-            } else if probing.iter().any(|&p| sent >= p && sent < p + step) {
-                base + 1_000
-            } else {
-                base + 4_000
-            };
-            m.on_sample(&sample(t, rtt, 96e6));
-            if m.phase == Phase::ProbeRtt {
-                probing.push(t);
-                half_rate_us += step;
-            }
-            if read.is_none()
-                && !probing.is_empty()
-                && m.min_rtt != Some(Duration::from_micros(base))
-            {
-                read = Some((t, m.min_rtt));
-            }
-        }
-        assert!(!probing.is_empty(), "no PROBE_RTT in 120 s");
-        // One or two probes (every 36 s), each 200 ms at half rate.
-        assert!(half_rate_us <= 2 * 250_000, "held down {half_rate_us} us");
-        let (at, min) = read.expect("the probe's answer was never read");
-        assert_eq!(min, Some(Duration::from_micros(base + 1_000)));
-        // Read once the probe's packets came back: a round trip after it.
-        assert!(
-            at >= probing[0] + base,
-            "read at {at}, probe at {}",
-            probing[0]
-        );
     }
 
     /// R16: on a long path 5 % of a round trip is a long queue (90 ms at
