@@ -369,28 +369,23 @@ impl Node for StreamNode {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        // The first writes happen at the start of the run; later ones when
-        // an application step ends.
-        let first = self
-            .channels
+        // A source's first write at the start of the run; a pinger's next
+        // write and any echo's write when an application step ends.
+        self.channels
             .iter()
-            .any(|c| {
-                c.first_write.is_none()
-                    && matches!(c.role, Role::Pinger { .. } | Role::Source { .. })
+            .flat_map(|c| {
+                let start = match c.role {
+                    Role::Pinger { reps, .. }
+                        if c.write_at.is_none() && (c.rtts.len() as u32) < reps =>
+                    {
+                        Some(c.ready_at)
+                    }
+                    Role::Source { .. } if c.first_write.is_none() => Some(Instant::ZERO),
+                    _ => None,
+                };
+                c.writing.front().map(|w| w.0).into_iter().chain(start)
             })
-            .then_some(Instant::ZERO);
-        let steps = self.channels.iter().flat_map(|c| {
-            let next_ping = match c.role {
-                Role::Pinger { reps, .. }
-                    if c.write_at.is_none() && (c.rtts.len() as u32) < reps =>
-                {
-                    Some(c.ready_at)
-                }
-                _ => None,
-            };
-            c.writing.front().map(|w| w.0).into_iter().chain(next_ping)
-        });
-        first.into_iter().chain(steps).min()
+            .min()
     }
 
     fn is_finished(&self) -> bool {
