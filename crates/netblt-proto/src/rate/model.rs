@@ -64,6 +64,11 @@ const CONGESTION_FLOOR: f64 = 0.7;
 const YIELD_BETA: f64 = 0.7;
 /// Rounds of BBR-style competition once a queue is found not to be ours.
 const FOREIGN_ROUNDS: u32 = 64;
+/// A competition's rate is resumed if FAST finds the competitor still there
+/// within this many rounds of the competition's end (R19): FAST's test takes
+/// six rounds, and it starts at the first CRUISE after the end (up to eight
+/// rounds of probe cycle later).
+const COMPETE_MEMORY_ROUNDS: u64 = 32;
 /// The first probe's gain in that competition (BBR v1's PROBE_BW gain).
 const FOREIGN_PROBE_GAIN: f64 = 1.25;
 /// FAST mode: bytes of its own a flow keeps queued, in packets.
@@ -107,6 +112,13 @@ pub struct Model {
     min_rtt_at: Instant,
     last_rtt: Option<Duration>,
     round: u64,
+    /// Rounds as the bottleneck-rate filter counts them: not in PROBE_RTT
+    /// (BBRv3 ages its bandwidth filter by probe cycles, not by time or
+    /// rounds). At a 10 ms round trip a 200 ms PROBE_RTT is twenty rounds,
+    /// and the ten-round filter forgot the path's rate half way through:
+    /// the probe then paced at a quarter of it, and took a second to recover
+    /// (simulator, 10 ms and 5 % loss).
+    bw_round: u64,
     round_start: Instant,
     // This round's measurements.
     r_arrived: u64,
@@ -142,6 +154,11 @@ pub struct Model {
     /// The bottleneck estimate in the last FAST round that found only our
     /// own share queued (R7).
     calm_bps: f64,
+    /// The bottleneck estimate when the last competition ended, and the
+    /// round it ended in (R19): FAST then tests whether the competitor is
+    /// still there, and if it is, the competition resumes from here.
+    compete_bps: f64,
+    compete_end_round: u64,
     /// FAST's first round after entering CRUISE is not judged: its round
     /// trips straddle the drain before it.
     fast_settle: bool,
@@ -187,6 +204,7 @@ impl Model {
             min_rtt_at: Instant::ZERO,
             last_rtt: None,
             round: 0,
+            bw_round: 0,
             round_start: Instant::ZERO,
             r_arrived: 0,
             r_lost: 0,
@@ -211,6 +229,8 @@ impl Model {
             fast_cut: 0,
             fast_q_before: None,
             calm_bps: 0.0,
+            compete_bps: 0.0,
+            compete_end_round: 0,
             fast_settle: false,
             probe_rtt_until: Instant::ZERO,
             probe_rtt_min: None,
@@ -330,12 +350,21 @@ impl Model {
 
     fn end_round(&mut self, now: Instant) {
         self.round += 1;
+        if self.phase != Phase::ProbeRtt {
+            self.bw_round += 1;
+        }
         self.round_start = now;
-        self.bw.expire(self.round);
+        self.bw.expire(self.bw_round);
         let total = self.r_arrived + self.r_lost;
         let loss = (total >= MIN_ROUND_PACKETS).then(|| self.r_lost as f64 / total as f64);
         let queue = self.round_queue();
         let standing = queue.is_some_and(|q| q > self.queue_threshold());
+        if self.foreign_rounds == 1 {
+            // The competition ends: FAST will test whether the competitor
+            // is still there (R19).
+            self.compete_bps = self.bottleneck();
+            self.compete_end_round = self.round;
+        }
         self.foreign_rounds = self.foreign_rounds.saturating_sub(1);
 
         // Noise or congestion?
@@ -383,7 +412,7 @@ impl Model {
                 .max(floor)
                 .min(self.bottleneck() * CONGESTION_BETA);
             if cut > 0.0 {
-                self.bw.reset(self.round, cut);
+                self.bw.reset(self.bw_round, cut);
             }
             self.reason = RateReason::Congestion;
             if self.phase == Phase::Startup {
@@ -394,7 +423,7 @@ impl Model {
         } else if self.background && standing && self.phase != Phase::Startup {
             // LEDBAT: a queue means other traffic; get out of its way.
             let cut = (self.bottleneck() * YIELD_BETA).max(self.min_bps.max(1.0));
-            self.bw.reset(self.round, cut);
+            self.bw.reset(self.bw_round, cut);
             self.reason = RateReason::Yielding;
             self.enter_cruise();
         } else {
@@ -516,8 +545,21 @@ impl Model {
                     // (R7). From the cut-down rate BBR-style probing never
                     // caught up: 0.13-0.37 of BBR v1's rate (emulator).
                     let even = 0.5 * self.calm_bps;
-                    if even > self.bottleneck() {
-                        self.bw.reset(self.round, even);
+                    // And a competition that ended only for FAST's test
+                    // resumes at the rate it had (R19): the test's six
+                    // rounds of cuts and a competitor's emptied queue in
+                    // them (BBR's PROBE_RTT, which reset `calm_bps` to the
+                    // cut-down rate) took us from 33 to 12 Mb/s beside
+                    // BBR v1 (emulator trace).
+                    let resumed = if self.round <= self.compete_end_round + COMPETE_MEMORY_ROUNDS {
+                        self.compete_bps
+                    } else {
+                        0.0
+                    };
+                    self.compete_bps = 0.0;
+                    let start = even.max(resumed);
+                    if start > self.bottleneck() {
+                        self.bw.reset(self.bw_round, start);
                     }
                     self.enter_cruise();
                     return;
@@ -710,7 +752,7 @@ impl RateController for Model {
                 adj = adj.max(pick(r.delivery_bps, Some(r.transmit_bps)));
             }
             if !s.app_limited || self.bw.get().is_none_or(|b| adj > b) {
-                self.bw.update(self.round, adj);
+                self.bw.update(self.bw_round, adj);
             }
         }
         if self.phase == Phase::Startup && self.round >= 2 {
@@ -974,6 +1016,137 @@ mod tests {
             "{} of {calm}",
             m.bottleneck()
         );
+    }
+
+    /// R20: PROBE_RTT halves the rate; it does not age the bottleneck-rate
+    /// filter, which at a 10 ms round trip forgot the path's rate half way
+    /// through the probe's 200 ms and quartered it.
+    #[test]
+    fn probe_rtt_halves_the_rate_and_keeps_the_estimate() {
+        let mut m = fair();
+        let base = 10_000;
+        let mut t = 0;
+        while !(m.phase == Phase::Cruise && m.fast_w.is_some()) || t < 1_000_000 {
+            t += 1_000;
+            m.on_sample(&sample(t, base, 96e6));
+            assert!(t < 10_000_000, "never cruised: {m:?}");
+        }
+        // A millisecond of our own queue from now on: the base is not seen
+        // again, so PROBE_RTT comes within five seconds.
+        let mut probed = false;
+        let mut lowest = f64::MAX;
+        for _ in 0..8_000 {
+            t += 1_000;
+            let probing = m.phase == Phase::ProbeRtt;
+            // In the probe the path delivers what we send.
+            let rate = if probing {
+                m.pacing_bps().min(96e6)
+            } else {
+                96e6
+            };
+            let rtt = if probing { base } else { base + 1_000 };
+            m.on_sample(&sample(t, rtt, rate));
+            if m.phase == Phase::ProbeRtt {
+                probed = true;
+                lowest = lowest.min(m.pacing_bps());
+            } else if probed {
+                break;
+            }
+        }
+        assert!(probed, "no PROBE_RTT: {m:?}");
+        assert!(lowest >= 0.45 * 96e6, "paced {lowest} in PROBE_RTT");
+        assert!(
+            m.bottleneck() >= 0.95 * 96e6,
+            "{} after PROBE_RTT",
+            m.bottleneck()
+        );
+    }
+
+    /// R19: a competition ends every 64 rounds so that FAST can test whether
+    /// the competitor is still there. When it is, the competition resumes at
+    /// the rate it had, although the test's rounds cut us (the competitor's
+    /// queue, its losses) and one of them found the queue empty (BBR v1's
+    /// PROBE_RTT), which made the cut-down rate the "calm" one.
+    #[test]
+    fn a_competition_resumes_at_its_own_rate_after_fasts_test() {
+        let mut m = fair();
+        let base = 50_000;
+        let mut t = 0;
+        while !(m.phase == Phase::Cruise && m.fast_w.is_some()) || t < 2_000_000 {
+            t += 5_000;
+            let mut s = sample(t, base, 96e6);
+            s.inflight_bytes = 600_000;
+            m.on_sample(&s);
+            assert!(t < 10_000_000, "never cruised: {m:?}");
+        }
+        // The competitor holds the queue at 50 ms and leaves us 33 Mb/s;
+        // its arrival, and FAST's test later, lose some of what we send.
+        let share = 33e6;
+        let mut stage = 0;
+        let mut lossy = 60;
+        let mut competed_at = 0.0;
+        let mut calm_round = None;
+        for _ in 0..200_000u64 {
+            t += 5_000;
+            let pacing = m.pacing_bps();
+            // Our own PROBE_RTTs find the base (the competitor's queue is
+            // drained then too), so that the queue stays visible.
+            let mut rtt = if m.phase == Phase::ProbeRtt {
+                base
+            } else {
+                2 * base
+            };
+            if stage == 2 {
+                // As the competition ends the competitor drains the queue for
+                // a round trip (BBR v1's PROBE_RTT): FAST starts, and finds
+                // its first round calm at the rate the competition had.
+                if calm_round.is_none() && m.fast_w.is_some() {
+                    calm_round = Some(m.round + 1);
+                }
+                if calm_round.is_none_or(|r| m.round <= r) {
+                    rtt = base;
+                } else if lossy == 0 && m.round == calm_round.unwrap_or(0) + 1 {
+                    // Then the queue is back, with the competitor's losses.
+                    lossy = 20;
+                }
+            }
+            // What is sent beyond the share only queues (and is lost). After
+            // its PROBE_RTT the competitor takes more for a while, as BBR's
+            // STARTUP-like refill does.
+            let share = if calm_round.is_some_and(|r| m.round > r) {
+                20e6
+            } else {
+                share
+            };
+            let mut s = sample(t, rtt, pacing.min(share));
+            s.inflight_bytes = 300_000;
+            if lossy > 0 && rtt > base {
+                lossy -= 1;
+                s.lost = 2;
+            }
+            m.on_sample(&s);
+            match stage {
+                0 if m.foreign_rounds > 0 => stage = 1,
+                1 if m.foreign_rounds == 0 => {
+                    competed_at = m.bottleneck();
+                    stage = 2;
+                }
+                2 if m.foreign_rounds > 0 => {
+                    assert!(
+                        calm_round.is_some_and(|r| r < m.round),
+                        "no calm round: {m:?}"
+                    );
+                    assert!(
+                        m.bottleneck() >= 0.9 * competed_at,
+                        "resumed at {} after competing at {competed_at}",
+                        m.bottleneck()
+                    );
+                    return;
+                }
+                _ => {}
+            }
+        }
+        panic!("the competition never resumed (stage {stage}): {m:?}");
     }
 
     /// R15: a FAST flow whose queue stays empty grows quickly up to the
