@@ -40,6 +40,7 @@ impl RateController for Fixed {
             noise_loss: 0.0,
             reason: RateReason::Fixed,
             congestion_events: 0,
+            inflight_bytes: 0,
         }
     }
 }

@@ -214,6 +214,9 @@ pub struct RateState {
     pub reason: RateReason,
     /// Rate reductions for congestion so far.
     pub congestion_events: u64,
+    /// Payload bytes the data sender counts in flight: sent, and not yet
+    /// known to have arrived or been lost (what the in-flight cap limits).
+    pub inflight_bytes: u64,
 }
 
 /// A data sender's rate controller.

@@ -862,6 +862,7 @@ impl RateController for Model {
             noise_loss: self.noise,
             reason,
             congestion_events: self.congestion_events,
+            inflight_bytes: self.inflight,
         }
     }
 }

@@ -271,6 +271,20 @@ impl Pair {
         }
     }
 
+    /// Payload bytes of DATA and LDATA packets on their way from A to B
+    /// (queued at the bottleneck or travelling).
+    pub fn data_in_transit_ab(&self) -> u64 {
+        self.wire
+            .iter()
+            .filter(|Reverse((_, _, to_b, _))| *to_b)
+            .filter_map(|Reverse((.., bytes))| netblt_wire::Packet::parse(bytes).ok())
+            .map(|p| match p.repr {
+                netblt_wire::Repr::Data(d) | netblt_wire::Repr::LData(d) => d.data.len() as u64,
+                _ => 0,
+            })
+            .sum()
+    }
+
     fn sender_mut(&mut self) -> Option<&mut Connection> {
         match self.a.mode() {
             Mode::Write => Some(&mut self.a),
