@@ -1061,15 +1061,18 @@ mod tests {
             assert!(t < 10_000_000, "never cruised: {m:?}");
         }
         assert_eq!(m.foreign_loss, 0.0);
-        // The competitor fills the queue; one packet in five of ours is lost
-        // there, every round.
+        // The competitor fills the queue (its arrival loses some of ours);
+        // once we compete, one packet in five of ours is lost there, every
+        // round.
         let mut competing_rounds = 0;
-        for _ in 0..4_000u64 {
+        for i in 0..4_000u64 {
             t += 5_000;
             let mut s = sample(t, 2 * base, 30e6);
             s.inflight_bytes = 300_000;
             s.arrived = 8;
-            s.lost = 2;
+            if i < 60 || m.foreign_rounds > 0 {
+                s.lost = 2;
+            }
             let r0 = m.round;
             m.on_sample(&s);
             if m.foreign_rounds > 0 && m.round != r0 {
