@@ -1083,9 +1083,16 @@ mod tests {
             }
         }
         assert!(competing_rounds >= 30, "never competed long: {m:?}");
-        assert!(m.foreign_loss > 0.15 && m.foreign_loss <= FOREIGN_LOSS_MAX, "{}", m.foreign_loss);
+        assert!(
+            m.foreign_loss > 0.15 && m.foreign_loss <= FOREIGN_LOSS_MAX,
+            "{}",
+            m.foreign_loss
+        );
         let paced = m.pacing_bps() / m.bottleneck();
-        assert!(paced > 1.15 && paced <= 1.25 + 1e-9, "paced {paced}x the estimate");
+        assert!(
+            paced > 1.15 && paced <= 1.25 + 1e-9,
+            "paced {paced}x the estimate"
+        );
     }
 
     /// R20: PROBE_RTT halves the rate; it does not age the bottleneck-rate
