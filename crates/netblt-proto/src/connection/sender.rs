@@ -294,11 +294,15 @@ impl Sender {
         )
     }
 
-    /// When the in-flight cap holds DATA back: until the next FEEDBACK, or at
-    /// the latest this instant (FEEDBACKs can be lost; then the cap gives way).
+    /// When the in-flight cap holds DATA back: until the next FEEDBACK, until
+    /// an overdue FEEDBACK's share of delivery makes room (decision R18), or
+    /// at the latest this instant (FEEDBACKs can be lost; then the cap gives
+    /// way).
     fn cap_blocks_until(&self) -> Option<Instant> {
-        let cap = self.rate.as_ref()?.inflight_cap()?;
-        if self.inflight_bytes() < cap {
+        let rc = self.rate.as_ref()?;
+        let cap = rc.inflight_cap()?;
+        let inflight = self.inflight_bytes();
+        if inflight < cap {
             return None;
         }
         let last = self.fb.last_at?;
@@ -307,7 +311,16 @@ impl Sender {
             .last_rtt
             .map_or(Duration::from_millis(200), |r| r * 2)
             .max(Duration::from_millis(20));
-        Some(last + guard)
+        let mut until = last + guard;
+        if let Some((after, bps)) = rc.overdue_growth().filter(|(_, b)| *b > 0.0) {
+            // The cap grows by `bps` from `after` on: room for one more
+            // packet once it has grown past what is in flight.
+            let excess = (inflight - cap + 1) as f64 * 8.0 / bps;
+            if let Ok(wait) = Duration::try_from_secs_f64(excess) {
+                until = until.min(last + after + wait);
+            }
+        }
+        Some(until)
     }
 
     /// Handles a FEEDBACK packet (the receiver's delivery report).

@@ -227,6 +227,13 @@ pub trait RateController: fmt::Debug + Send {
     fn pacing_bps(&self) -> f64;
     /// At most this many payload bytes in flight (`None`: no cap).
     fn inflight_cap(&self) -> Option<u64>;
+    /// How the cap grows while a FEEDBACK is overdue: `Some((after, bps))`
+    /// allows `bps` bits more per second in flight from `after` past the
+    /// latest FEEDBACK on (what the missing report would have shown
+    /// delivered). Default: it does not grow.
+    fn overdue_growth(&self) -> Option<(Duration, f64)> {
+        None
+    }
     /// What the controller believes, for reports.
     fn state(&self) -> RateState;
 }
