@@ -988,6 +988,22 @@ mod tests {
         Model::new(&config, 10e9, false, 1)
     }
 
+    /// A `fair` model alone at 96 Mb/s with a `base_us` round trip, fed a
+    /// sample every 5 ms until FAST cruises (and two seconds at least);
+    /// returns it with the time reached, in microseconds.
+    fn cruising_alone(base_us: u64) -> (Model, u64) {
+        let mut m = fair();
+        let mut t = 0;
+        while !(m.phase == Phase::Cruise && m.fast_w.is_some()) || t < 2_000_000 {
+            t += 5_000;
+            let mut s = sample(t, base_us, 96e6);
+            s.inflight_bytes = 600_000;
+            m.on_sample(&s);
+            assert!(t < 10_000_000, "never cruised: {m:?}");
+        }
+        (m, t)
+    }
+
     fn with_recent(mut s: RateSample, recent: f64) -> RateSample {
         s.recent = Some(crate::rate::recent::RecentSample {
             delivery_bps: recent,
@@ -1048,17 +1064,9 @@ mod tests {
     /// queue is found foreign, at least half the rate we had before it.
     #[test]
     fn a_foreign_queue_gets_at_least_half_the_calm_rate() {
-        let mut m = fair();
-        let base = 50_000;
-        let mut t = 0;
         // Alone: 96 Mb/s, no queue, until FAST cruises.
-        while !(m.phase == Phase::Cruise && m.fast_w.is_some()) || t < 2_000_000 {
-            t += 5_000;
-            let mut s = sample(t, base, 96e6);
-            s.inflight_bytes = 600_000;
-            m.on_sample(&s);
-            assert!(t < 10_000_000, "never cruised: {m:?}");
-        }
+        let base = 50_000;
+        let (mut m, mut t) = cruising_alone(base);
         let calm = m.bottleneck();
         assert!(calm > 90e6, "{calm}");
         // A competitor arrives: the queue stands at 50 ms, 10 % of our
@@ -1089,16 +1097,8 @@ mod tests {
     /// cap), up to 1.25x; outside the competition, nothing changes.
     #[test]
     fn a_competitors_queue_losses_are_sent_on_top() {
-        let mut m = fair();
         let base = 50_000;
-        let mut t = 0;
-        while !(m.phase == Phase::Cruise && m.fast_w.is_some()) || t < 2_000_000 {
-            t += 5_000;
-            let mut s = sample(t, base, 96e6);
-            s.inflight_bytes = 600_000;
-            m.on_sample(&s);
-            assert!(t < 10_000_000, "never cruised: {m:?}");
-        }
+        let (mut m, mut t) = cruising_alone(base);
         assert_eq!(m.foreign_loss, 0.0);
         // The competitor fills the queue (its arrival loses some of ours);
         // once we compete, one packet in five of ours is lost there, every
@@ -1185,16 +1185,8 @@ mod tests {
     /// PROBE_RTT), which made the cut-down rate the "calm" one.
     #[test]
     fn a_competition_resumes_at_its_own_rate_after_fasts_test() {
-        let mut m = fair();
         let base = 50_000;
-        let mut t = 0;
-        while !(m.phase == Phase::Cruise && m.fast_w.is_some()) || t < 2_000_000 {
-            t += 5_000;
-            let mut s = sample(t, base, 96e6);
-            s.inflight_bytes = 600_000;
-            m.on_sample(&s);
-            assert!(t < 10_000_000, "never cruised: {m:?}");
-        }
+        let (mut m, mut t) = cruising_alone(base);
         // The competitor holds the queue at 50 ms and leaves us 33 Mb/s;
         // its arrival, and FAST's test later, lose some of what we send.
         let share = 33e6;
