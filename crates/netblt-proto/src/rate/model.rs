@@ -162,11 +162,10 @@ pub struct Model {
     /// The bottleneck estimate in the last FAST round that found only our
     /// own share queued (R7).
     calm_bps: f64,
-    /// The bottleneck estimate when the last competition ended, and the
-    /// round it ended in (R19): FAST then tests whether the competitor is
-    /// still there, and if it is, the competition resumes from here.
-    compete_bps: f64,
-    compete_end_round: u64,
+    /// The round the last competition ended in and the bottleneck estimate
+    /// then (R19): FAST then tests whether the competitor is still there,
+    /// and if it is, the competition resumes from here.
+    compete_end: Option<(u64, f64)>,
     /// FAST's first round after entering CRUISE is not judged: its round
     /// trips straddle the drain before it.
     fast_settle: bool,
@@ -239,8 +238,7 @@ impl Model {
             fast_cut: 0,
             fast_q_before: None,
             calm_bps: 0.0,
-            compete_bps: 0.0,
-            compete_end_round: 0,
+            compete_end: None,
             fast_settle: false,
             probe_rtt_until: Instant::ZERO,
             probe_rtt_min: None,
@@ -397,8 +395,7 @@ impl Model {
         if self.foreign_rounds == 1 {
             // The competition ends: FAST will test whether the competitor
             // is still there (R19).
-            self.compete_bps = self.bottleneck();
-            self.compete_end_round = self.round;
+            self.compete_end = Some((self.round, self.bottleneck()));
         }
         self.foreign_rounds = self.foreign_rounds.saturating_sub(1);
         // A window-limited competitor (BBR v1 at its 2 BDP window, CUBIC)
@@ -603,12 +600,11 @@ impl Model {
                     // them (BBR's PROBE_RTT, which reset `calm_bps` to the
                     // cut-down rate) took us from 33 to 12 Mb/s beside
                     // BBR v1 (emulator trace).
-                    let resumed = if self.round <= self.compete_end_round + COMPETE_MEMORY_ROUNDS {
-                        self.compete_bps
-                    } else {
-                        0.0
-                    };
-                    self.compete_bps = 0.0;
+                    let resumed = self
+                        .compete_end
+                        .take()
+                        .filter(|&(end, _)| self.round <= end + COMPETE_MEMORY_ROUNDS)
+                        .map_or(0.0, |(_, bps)| bps);
                     let start = even.max(resumed);
                     if start > self.bottleneck() {
                         self.bw.reset(self.bw_round, start);
