@@ -16,7 +16,7 @@
 # over REPS runs of: goodput and goodput / (C(1-p) payload/wire), over the
 # whole run and after start-up (the application's bytes shared out by what
 # the bottleneck delivered each second, from the first second at 90 % of
-# C(1-p) to the last whole one: decision R6); NETBLT's
+# C(1-p) to the last such second: decisions R6, B3); NETBLT's
 # datagrams sent, lost, retransmitted (its --json); bottleneck queue drops
 # (the emulator's --json); p95 RTT - base RTT from `ping -i 0.1` running
 # alongside (ICMP queues with the data); start-up to 90 % of C(1-p) at the

@@ -72,23 +72,26 @@ def startup(emu, rate_bps, loss):
 
 
 def after_startup_bps(emu, rate_bps, loss, app_bits):
-    """The application's goodput over the seconds after start-up (from the
-    first second at >= 90 % of C(1-p) to the last whole second): its bytes
-    over the whole run, shared out by the bytes the bottleneck delivered in
-    each second. The issue's goodput target is a steady-state figure (its
-    start-up and completion targets judge the ramp), and a 20-round-trip
+    """The application's goodput between start-up and wind-down (from the
+    first second at >= 90 % of C(1-p) to the last such second, every second
+    between them counted whatever it carried): its bytes over the whole
+    run, shared out by the bytes the bottleneck delivered in each second.
+    The issue's goodput target is a steady-state figure (its start-up and
+    completion targets judge the ramp and the tail), and a 20-round-trip
     run at 600 ms spends a quarter of itself in the handshake and start-up,
-    whatever the controller."""
+    whatever the controller. The window used to run to the emulator's last
+    whole second, but the emulator outlives the transfer by a second or
+    two (its shutdown), and those idle seconds were counted as the
+    flow's (decision B3)."""
     per = ((emu or {}).get("forward") or {}).get("per_second_bytes") or []
     full = rate_bps / 8 * (1 - loss)
     t0 = next((i for i, b in enumerate(per) if b >= 0.1 * full), None)
     if t0 is None or not app_bits:
         return None
-    t90 = next((i for i, b in enumerate(per) if i >= t0 and b >= 0.9 * full), None)
-    # The last second is partial (the transfer or iperf3 ends in it).
-    last = len(per) - 2
-    if t90 is None or last - t90 + 1 < 2:
+    busy = [i for i, b in enumerate(per) if i >= t0 and b >= 0.9 * full]
+    if len(busy) < 2:
         return None
+    t90, last = busy[0], busy[-1]
     total = sum(per[t0:])
     window = sum(per[t90:last + 1])
     return app_bits * window / total / (last - t90 + 1) if total else None
@@ -112,6 +115,8 @@ def row(d, kv):
         if emu.get("failed"):
             r["error"] = "emulator: %s" % emu.get("failure")
         r["startup_s"] = startup(emu, rate, p)
+        # Kept so that a later reading of the run can recompute its windows.
+        r["per_second_bytes"] = emu["forward"].get("per_second_bytes")
     else:
         r["error"] = "no emulator report: " + text(d + "/emu.err").strip()[-200:]
     samples = pings(d + "/ping.txt")
@@ -132,8 +137,11 @@ def row(d, kv):
                 r["error"] = s["error"]
             r["goodput_bps"] = s.get("real_throughput_bps")
             r["steady_bps"] = s.get("steady_throughput_bps")
-            if r["goodput_bps"] and s.get("wall_time_s"):
-                r["after_bps"] = after_startup_bps(emu, rate, p, r["goodput_bps"] * s["wall_time_s"])
+            # The bytes themselves: real_throughput_bps is measured from the
+            # handshake's end, so times the wall time it overstates them by
+            # a round trip's worth (3 % at 600 ms; decision B3).
+            if s.get("bytes"):
+                r["after_bps"] = after_startup_bps(emu, rate, p, s["bytes"] * 8)
             lost = s.get("lost") or 0
             r["rxm_over_lost"] = (s.get("retransmitted") or 0) / lost if lost else None
     else:
@@ -147,8 +155,8 @@ def row(d, kv):
             end = c.get("end", {})
             rx = end.get("sum_received", {})
             r["goodput_bps"] = rx.get("bits_per_second")
-            if r["goodput_bps"] and rx.get("seconds"):
-                r["after_bps"] = after_startup_bps(emu, rate, p, r["goodput_bps"] * rx["seconds"])
+            if rx.get("bytes"):
+                r["after_bps"] = after_startup_bps(emu, rate, p, rx["bytes"] * 8)
             r["retransmitted"] = end.get("sum_sent", {}).get("retransmits")
             r["cc_used"] = end.get("sender_tcp_congestion")
             st = (end.get("streams") or [{}])[0].get("sender", {})
@@ -235,7 +243,7 @@ def summary(rows_path, meta_path, out_path, rows=None, meta=None):
             line += " %-19s" % ("%s (%s)%s" % (f(n, "%.2f"), f(g and g / 1e6, "%.1f"), bad))
         print(line)
     print()
-    print("The same after start-up (from the first second at >= 90 % of C(1-p) to the last whole second)")
+    print("The same after start-up (from the first second at >= 90 % of C(1-p) to the last such second)")
     print(head)
     for rtt, loss in cells:
         line = "%-6s %-6s" % (rtt, loss)

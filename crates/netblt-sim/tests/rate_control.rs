@@ -327,7 +327,9 @@ fn short_fast_path(forward: f64, back: f64) -> DumbbellReport {
 /// of four rounds, so every lost FEEDBACK loosened the cap for four rounds,
 /// FAST's window stopped clocking the sender and its pacing swung the
 /// queue (a millisecond of alpha at 100 Mb/s) empty every few rounds:
-/// 96.2 % of the bottleneck used against 97.8 % without the loss.
+/// 96.2 % of the bottleneck used against 97.8 % without the loss. The bound
+/// leaves room for one PROBE_RTT more or less in the 18 s window (200 ms at
+/// half rate: 0.55 %), whose timing the FEEDBACKs lost shift (R23).
 #[test]
 fn lost_feedbacks_leave_the_short_path_full() {
     let clean = goodput(&short_fast_path(0.0, 0.0), 0, 2.0, 20.0);
@@ -337,5 +339,5 @@ fn lost_feedbacks_leave_the_short_path_full() {
         clean / 1e6,
         lossy / 1e6
     );
-    assert!(lossy > 0.995 * clean, "{lossy} against {clean}");
+    assert!(lossy > 0.99 * clean, "{lossy} against {clean}");
 }
