@@ -331,7 +331,8 @@ impl Model {
 
     /// How close to the base a round trip must come to confirm it and put
     /// off PROBE_RTT (R23): a quarter of the standing-queue threshold, so
-    /// half a millisecond up to 2 s round trips. Without it the base went
+    /// half a millisecond up to 40 ms round trips, an eightieth of the base
+    /// above (7.5 ms at 600 ms). Without it the base went
     /// "stale" every five seconds (twenty round trips) whenever no sample
     /// came back at or under it to the microsecond, and each PROBE_RTT
     /// halved the rate for 200 ms or a round trip: 2-2.5 % of a lone
