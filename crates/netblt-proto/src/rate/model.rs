@@ -592,7 +592,16 @@ impl Model {
         // (a loss-based TCP keeps any queue full, and yielding to it would
         // starve us). Compete as BBR does for a while.
         let dq = rtt.saturating_sub(base);
-        if own > 2.0 * alpha {
+        // Just after a competition, a standing queue counts as suspect even
+        // when our own share of it looks small (R24): beside BBR v1, whose
+        // standing queue is 6-16 ms at 50 ms, FAST cut its window by small
+        // steps (own between alpha and 2 alpha) from 42 to 7 Mb/s in five
+        // seconds and never cut six rounds in a row above 2 alpha.
+        let after_competition = self
+            .compete_end
+            .is_some_and(|(end, _)| self.round <= end + COMPETE_MEMORY_ROUNDS);
+        let suspect = own > 2.0 * alpha || (after_competition && dq > self.queue_threshold());
+        if suspect {
             if self.fast_cut == 0 {
                 self.fast_q_before = Some(dq);
             }
@@ -1244,6 +1253,60 @@ mod tests {
         // higher, so one probe is all this script can show.)
         assert!(probes(800, false) >= 1, "a base not seen again for 12 s");
         assert!(probes(400, true) >= 1, "no PROBE_RTT after a competitor");
+    }
+
+    /// R24: a competition ends and the competitor keeps a standing queue of
+    /// 5 ms at 50 ms (like BBR v1's), too little for FAST to see its own share
+    /// above 2 alpha: the competition resumes within FAST's test, at the
+    /// rate it had, instead of FAST yielding round after round.
+    #[test]
+    fn a_small_foreign_queue_after_a_competition_resumes_it() {
+        let base = 50_000;
+        let (mut m, mut t) = cruising_alone(base);
+        let share = 33e6;
+        let mut stage = 0;
+        let mut ended_round = 0;
+        let mut competed_at = 0.0;
+        for _ in 0..200_000u64 {
+            t += 5_000;
+            let pacing = m.pacing_bps();
+            // After the competition the competitor's queue is small and
+            // shrinks while we drain (so PROBE-DOWN finds it ours), then
+            // stands again whatever FAST does.
+            let rtt = match (stage, m.phase) {
+                (_, Phase::ProbeRtt) => base,
+                (0 | 1, _) => 2 * base,
+                (_, Phase::ProbeDown) => base + 2_000,
+                _ => base + 5_000,
+            };
+            let mut s = sample(t, rtt, pacing.min(share));
+            s.inflight_bytes = 300_000;
+            m.on_sample(&s);
+            match stage {
+                0 if m.foreign_rounds > 0 => stage = 1,
+                1 if m.foreign_rounds == 0 => {
+                    competed_at = m.bottleneck();
+                    ended_round = m.round;
+                    stage = 2;
+                }
+                2 if m.foreign_rounds > 0 => {
+                    assert!(
+                        m.round <= ended_round + COMPETE_MEMORY_ROUNDS,
+                        "resumed only at round {} (ended {ended_round})",
+                        m.round
+                    );
+                    assert!(
+                        m.bottleneck() >= 0.9 * competed_at,
+                        "resumed at {} after competing at {competed_at}",
+                        m.bottleneck()
+                    );
+                    return;
+                }
+                2 if m.round > ended_round + 200 => break,
+                _ => {}
+            }
+        }
+        panic!("the competition never resumed (stage {stage}): {m:?}");
     }
 
     /// R19: a competition ends every 64 rounds so that FAST can test whether
