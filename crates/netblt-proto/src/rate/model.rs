@@ -175,8 +175,7 @@ pub struct Model {
     probe_rtt_until: Instant,
     probe_rtt_min: Option<Duration>,
     inflight: u64,
-    /// When the previous sample (FEEDBACK) came, and the largest gap
-    /// between two of them over the last few rounds (seconds).
+    /// When the previous sample (FEEDBACK) came.
     last_sample_at: Option<Instant>,
     /// Mean gap between FEEDBACKs (seconds), each gap at most `MAX_GAP`.
     feedback_gap: Option<f64>,
@@ -339,6 +338,14 @@ impl Model {
     /// flow's throughput on a path it had to itself.
     fn base_confirm_tolerance(&self) -> Duration {
         self.queue_threshold() / 4
+    }
+
+    /// The rate of a competition that ended at most `COMPETE_MEMORY_ROUNDS`
+    /// ago (R19, R24).
+    fn recent_competition(&self) -> Option<f64> {
+        self.compete_end
+            .filter(|&(end, _)| self.round <= end + COMPETE_MEMORY_ROUNDS)
+            .map(|(_, bps)| bps)
     }
 
     /// The standing queue of the round just measured, if any.
@@ -592,15 +599,13 @@ impl Model {
         // (a loss-based TCP keeps any queue full, and yielding to it would
         // starve us). Compete as BBR does for a while.
         let dq = rtt.saturating_sub(base);
+        let standing = dq > self.queue_threshold();
         // Just after a competition, a standing queue counts as suspect even
         // when our own share of it looks small (R24): beside BBR v1, whose
         // standing queue is 6-16 ms at 50 ms, FAST cut its window by small
         // steps (own between alpha and 2 alpha) from 42 to 7 Mb/s in five
         // seconds and never cut six rounds in a row above 2 alpha.
-        let after_competition = self
-            .compete_end
-            .is_some_and(|(end, _)| self.round <= end + COMPETE_MEMORY_ROUNDS);
-        let suspect = own > 2.0 * alpha || (after_competition && dq > self.queue_threshold());
+        let suspect = own > 2.0 * alpha || (standing && self.recent_competition().is_some());
         if suspect {
             if self.fast_cut == 0 {
                 self.fast_q_before = Some(dq);
@@ -611,7 +616,7 @@ impl Model {
                 self.fast_cut = 0;
                 if !shrank {
                     self.foreign_rounds = FOREIGN_ROUNDS;
-                    self.met_competitor |= dq > self.queue_threshold();
+                    self.met_competitor |= standing;
                     self.fast_w = None;
                     // The cuts of those rounds (FAST's, and the congestion
                     // cuts of the competitor's start-up losses) went to a
@@ -626,11 +631,8 @@ impl Model {
                     // them (BBR's PROBE_RTT, which reset `calm_bps` to the
                     // cut-down rate) took us from 33 to 12 Mb/s beside
                     // BBR v1 (emulator trace).
-                    let resumed = self
-                        .compete_end
-                        .take()
-                        .filter(|&(end, _)| self.round <= end + COMPETE_MEMORY_ROUNDS)
-                        .map_or(0.0, |(_, bps)| bps);
+                    let resumed = self.recent_competition().unwrap_or(0.0);
+                    self.compete_end = None;
                     let start = even.max(resumed);
                     if start > self.bottleneck() {
                         self.bw.reset(self.bw_round, start);
