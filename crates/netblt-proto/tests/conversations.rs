@@ -248,8 +248,10 @@ fn gathered_datagrams_equal_whole_ones() {
 }
 
 /// A receiver that closed after its last OK was acknowledged leaves the
-/// sender dallying; an ICMP "port unreachable" then means the same as its
-/// (lost) DONE: the transfer succeeded. Earlier it means a lost peer.
+/// sender dallying when both its DONEs were lost (the one with the last OK,
+/// R26, and the one after the NULL-ACK); an ICMP "port unreachable" then
+/// means the same as a DONE: the transfer succeeded. Earlier it means a
+/// lost peer.
 #[test]
 fn port_unreachable_ends_the_dally_but_not_the_transfer() {
     let mut p = Pair::write(
@@ -258,6 +260,15 @@ fn port_unreachable_ends_the_dally_but_not_the_transfer() {
         pattern(100_000, 9),
         9,
     );
+    p.drop_to_a = Some(Box::new(|bytes| {
+        matches!(
+            netblt_wire::Packet::parse(bytes),
+            Ok(netblt_wire::Packet {
+                repr: netblt_wire::Repr::Done,
+                ..
+            })
+        )
+    }));
     let mut checked_open = false;
     while p.a.state() != netblt_proto::State::Dallying {
         assert!(!p.drive(p.steps + 1), "closed without dallying");
@@ -273,4 +284,154 @@ fn port_unreachable_ends_the_dally_but_not_the_transfer() {
     assert!(p.a.peer_unreachable(p.now));
     assert!(p.a.is_closed());
     assert_eq!(p.a.result(), Some(&Ok(())));
+}
+
+/// Drives `p` until A (the data sender) closes: the time it closed.
+fn until_sender_closes(p: &mut Pair) -> netblt_proto::Instant {
+    while !p.a.is_closed() {
+        assert!(p.steps < 1_000_000, "the sender never closed");
+        p.drive(p.steps + 1);
+    }
+    p.now
+}
+
+/// Decision R26: the receiver sends DONE with its last OK, so the sender
+/// closes when that OK arrives instead of dallying a round trip for the
+/// DONE that followed the NULL-ACK; its NULL-ACK still goes, and the
+/// receiver closes on it (not on its death timer).
+#[test]
+fn the_done_that_comes_with_the_last_ok_ends_the_transfer_at_once() {
+    let mut p = Pair::write(
+        config(1000, 10_000, 4),
+        config(1000, 10_000, 4),
+        pattern(100_000, 11),
+        11,
+    );
+    let closed = until_sender_closes(&mut p);
+    assert_eq!(p.a.result(), Some(&Ok(())));
+    assert_eq!(
+        p.a.stats().completed_at,
+        Some(closed),
+        "closed after the OK"
+    );
+    assert!(p.drive(1_000_000));
+    let b = p.b.as_ref().unwrap();
+    assert_eq!(b.result(), Some(&Ok(())));
+    assert!(p.received == p.sent_data);
+    // The receiver closed one round trip later, on the NULL-ACK.
+    assert!(p.now <= closed + p.latency * 2, "{} vs {closed}", p.now);
+    assert_eq!(p.a.stats().unexpected, 0);
+}
+
+/// The same DONE when the last OK is lost: the sender keeps it, and the
+/// retransmitted OK (the receiver's control timer) ends the transfer at
+/// once.
+#[test]
+fn a_done_before_the_last_ok_ends_the_transfer_with_that_ok() {
+    use netblt_wire::{ControlMessageRef, Packet, Repr};
+    let mut p = Pair::write(
+        config(1000, 10_000, 4),
+        config(1000, 10_000, 4),
+        pattern(100_000, 12),
+        12,
+    );
+    let dropped = std::rc::Rc::new(std::cell::Cell::new(0u32));
+    let d = dropped.clone();
+    p.drop_to_a = Some(Box::new(move |bytes| {
+        let Ok(Packet {
+            repr: Repr::Control(c),
+            ..
+        }) = Packet::parse(bytes)
+        else {
+            return false;
+        };
+        // The first control packet with the OK of buffer 10, the last.
+        let last_ok = c
+            .iter()
+            .any(|m| matches!(m, ControlMessageRef::Ok { buffer: 10, .. }));
+        if last_ok && d.get() == 0 {
+            d.set(1);
+            return true;
+        }
+        false
+    }));
+    let closed = until_sender_closes(&mut p);
+    assert_eq!(dropped.get(), 1, "the last OK was dropped once");
+    assert_eq!(p.a.result(), Some(&Ok(())));
+    assert_eq!(p.a.stats().completed_at, Some(closed), "closed with the OK");
+    assert!(p.drive(1_000_000));
+    assert_eq!(p.b.as_ref().unwrap().result(), Some(&Ok(())));
+    assert!(p.received == p.sent_data);
+}
+
+/// A pair whose sender closed on the DONE that came with the last OK (R26)
+/// and whose NULL-ACKs never reach the receiver: B has every byte and waits
+/// only for the acknowledgment of its last OK.
+fn receiver_left_waiting(seed: u64) -> Pair {
+    let mut p = Pair::write(
+        config(1000, 10_000, 4),
+        config(1000, 10_000, 4),
+        pattern(100_000, seed),
+        seed,
+    );
+    p.drop_to_b = Some(Box::new(|bytes| {
+        matches!(
+            netblt_wire::Packet::parse(bytes),
+            Ok(netblt_wire::Packet {
+                repr: netblt_wire::Repr::NullAck(_),
+                ..
+            })
+        )
+    }));
+    until_sender_closes(&mut p);
+    assert_eq!(p.a.result(), Some(&Ok(())));
+    assert!(p.received == p.sent_data);
+    let b = p.b.as_ref().unwrap();
+    assert_eq!(b.state(), netblt_proto::State::Open);
+    p
+}
+
+/// Such a receiver's peer port answering "unreachable", or its own
+/// application stopping, ends the transfer as the success it is; the stop
+/// tells a sender that may still dally with a DONE, not an ABORT.
+#[test]
+fn a_receiver_with_every_byte_ends_as_a_success_when_the_sender_is_gone() {
+    let mut p = receiver_left_waiting(13);
+    let now = p.now;
+    let b = p.b.as_mut().unwrap();
+    assert!(b.peer_unreachable(now));
+    assert_eq!(b.result(), Some(&Ok(())));
+
+    let mut p = receiver_left_waiting(14);
+    let now = p.now;
+    let b = p.b.as_mut().unwrap();
+    b.stop(now, "bye");
+    assert_eq!(b.result(), Some(&Ok(())));
+    let mut buf = vec![0u8; 2048];
+    let n = b.poll_transmit(now, &mut buf).expect("a DONE");
+    let sent = netblt_wire::Packet::parse(&buf[..n]).unwrap();
+    assert!(matches!(sent.repr, netblt_wire::Repr::Done), "{sent:?}");
+}
+
+/// Stopping a receiver that still misses data aborts, as before.
+#[test]
+fn a_receiver_stopped_mid_transfer_aborts() {
+    let mut p = Pair::write(
+        config(1000, 10_000, 4),
+        config(1000, 10_000, 4),
+        pattern(100_000, 15),
+        15,
+    );
+    while p.received.len() < 30_000 {
+        assert!(!p.drive(p.steps + 1));
+    }
+    let now = p.now;
+    let b = p.b.as_mut().unwrap();
+    assert!(!b.peer_unreachable(now));
+    b.stop(now, "bye");
+    assert!(
+        matches!(b.result(), Some(Err(ConnectionError::LocalAbort { .. }))),
+        "{:?}",
+        b.result()
+    );
 }

@@ -149,6 +149,10 @@ pub struct Connection {
     /// The FEEDBACK extension: offered (active end, before RESPONSE), then
     /// negotiated.
     feedback: bool,
+    /// Data sender: the receiver's DONE came before its last OK did
+    /// (reordered, or the OK lost): that OK then ends the connection at
+    /// once (decision R26).
+    peer_done: bool,
 }
 
 /// The wire value of "DATA packet size": the whole DATA packet (decision Z3).
@@ -303,6 +307,7 @@ impl Connection {
             result: None,
             quit_reason: Vec::new(),
             peer_confirmed: false,
+            peer_done: false,
             feedback: false,
         }
     }
@@ -497,8 +502,11 @@ impl Connection {
     /// 600 ms failed one `bench` in six on the emulator with "the receiver
     /// went away" after the receiver had verified every byte). Then the
     /// connection closes with the result it already has, and this returns
-    /// `true`; in any other state it returns `false` and changes nothing:
-    /// the driver reports the lost peer.
+    /// `true`. So is it for a receiver that has every byte and waits only
+    /// for the acknowledgment of its last OKs: since R26 the sender may
+    /// close on the DONE that went with them, and its NULL-ACK may be lost.
+    /// In any other state it returns `false` and changes nothing: the
+    /// driver reports the lost peer.
     pub fn peer_unreachable(&mut self, now: Instant) -> bool {
         match self.state {
             State::Dallying | State::QuitAcked => {
@@ -506,8 +514,44 @@ impl Connection {
                 self.close(now, result);
                 true
             }
+            State::Open if self.receiver_complete() => {
+                self.finish_complete_receiver(now);
+                true
+            }
             _ => false,
         }
+    }
+
+    /// The application is going away (Ctrl-C, a server stopping). A data
+    /// receiver that has every byte, delivered and confirmed, and waits only
+    /// for the acknowledgment of its last OKs ends as a success, with a
+    /// DONE for a sender that may still dally (an ABORT would fail a
+    /// transfer that is complete at both ends). Anything else is aborted
+    /// with `reason`.
+    pub fn stop(&mut self, now: Instant, reason: &str) {
+        if self.state == State::Open && self.receiver_complete() {
+            self.finish_complete_receiver(now);
+        } else {
+            self.abort(now, reason);
+        }
+    }
+
+    /// A data receiver with every byte delivered (and confirmed) whose only
+    /// outstanding control messages are its final OKs.
+    fn receiver_complete(&self) -> bool {
+        matches!(&self.data, DataPart::Receiver(r) if r.only_final_oks_unacknowledged())
+    }
+
+    /// Closes a complete receiver with success, as its death timer does
+    /// when the last OKs go unacknowledged.
+    fn finish_complete_receiver(&mut self, now: Instant) {
+        if let DataPart::Receiver(r) = &mut self.data {
+            r.finished = true;
+        }
+        self.pending.done = true;
+        self.stats.completed_at = Some(now);
+        self.events.push_back(Event::Finished);
+        self.close(now, Ok(()));
     }
 
     /// NETBLT ABORT (RFC 998 §5.3.3): sent once, "the sender can immediately
@@ -537,6 +581,8 @@ impl Connection {
         let e = self.events.pop_front()?;
         if let (Event::BufferReceived { .. }, DataPart::Receiver(r)) = (&e, &mut self.data) {
             r.undelivered = r.undelivered.saturating_sub(1);
+            // The last buffer just reached the application.
+            self.send_early_done();
         }
         Some(e)
     }
@@ -614,11 +660,15 @@ impl Connection {
                 DataPart::Sender(s) if self.feedback => s.on_feedback(now, f),
                 _ => self.stats.unexpected += 1,
             },
-            Repr::Done => {
-                if self.state == State::Dallying {
-                    self.close(now, Ok(()));
-                }
-            }
+            // RFC 998 §5.3.1: "When the sender receives a DONE packet, it is
+            // allowed to clear its dally timer and close its half of the
+            // connection immediately." One that comes before the last OK
+            // (R26: the receiver sends it with that OK) is kept for it.
+            Repr::Done => match (matches!(self.data, DataPart::Sender(_)), self.state) {
+                (true, State::Dallying) => self.close(now, Ok(())),
+                (true, State::Open) => self.peer_done = true,
+                _ => self.stats.unexpected += 1,
+            },
             _ => self.stats.unexpected += 1,
         }
     }
@@ -757,14 +807,37 @@ impl Connection {
         self.check_receiver_done(now);
     }
 
-    fn check_receiver_done(&mut self, now: Instant) {
+    /// Decision R26: DONE goes with the last OK, as soon as every byte is
+    /// here and delivered, not a round trip later when the NULL-ACK for
+    /// that OK arrives: the sender closes on it at once instead of dallying
+    /// for the second DONE (`check_receiver_done`). RFC 998 §5.3.1 lets the
+    /// receiver send DONE "when the receiver knows the transfer has been
+    /// successfully completed"; this end keeps its OKs going until they are
+    /// acknowledged, as before, so a sender that ignores an early DONE (an
+    /// RFC 998 one dallies only after the OK) loses nothing.
+    fn send_early_done(&mut self) {
         let DataPart::Receiver(r) = &mut self.data else {
             return;
         };
+        if self.state == State::Open
+            && !r.finished
+            && !r.early_done
+            && r.only_final_oks_unacknowledged()
+        {
+            r.early_done = true;
+            self.pending.done = true;
+        }
+    }
+
+    fn check_receiver_done(&mut self, now: Instant) {
         // RFC 998 §5.3.1: the receiver is done when "(1) it has received DATA
         // packets with a 'last-buffer' flag set, (2) all its control messages
         // have been acknowledged, and (3) it has no outstanding buffers with
         // missing packets." It then sends DONE to cut the sender's dally short.
+        self.send_early_done();
+        let DataPart::Receiver(r) = &mut self.data else {
+            return;
+        };
         if self.state == State::Open && r.is_done() && !r.finished {
             r.finished = true;
             self.pending.done = true;
@@ -797,6 +870,10 @@ impl Connection {
             self.result = Some(Ok(()));
             self.state = State::Dallying;
             self.timers.dally = Some(now + self.dally_time());
+            if self.peer_done {
+                // The NULL-ACK for this OK still goes (see `transmit`).
+                self.close(now, Ok(()));
+            }
         } else if dallying {
             self.timers.dally = Some(now + self.dally_time());
         }
@@ -903,17 +980,13 @@ impl Connection {
             // RFC 998 §5.2.3: "When a NETBLT's death timer expires, it can
             // assume the other end has died and can close the connection."
             let timeout = self.death_timeout();
-            if let DataPart::Receiver(r) = &self.data {
-                if r.only_final_oks_unacknowledged() {
-                    // Every byte arrived and was delivered; only the sender's
-                    // acknowledgment of our last OKs is missing, so it most
-                    // likely finished and left. The data are complete.
-                    tracing::debug!("death timer with only final OKs unacknowledged: success");
-                    self.stats.completed_at = Some(now);
-                    self.events.push_back(Event::Finished);
-                    self.close(now, Ok(()));
-                    return;
-                }
+            if self.receiver_complete() {
+                // Every byte arrived and was delivered; only the sender's
+                // acknowledgment of our last OKs is missing, so it most
+                // likely finished and left. The data are complete.
+                tracing::debug!("death timer with only final OKs unacknowledged: success");
+                self.finish_complete_receiver(now);
+                return;
             }
             self.close(now, Err(ConnectionError::DeathTimeout { timeout }));
             return;

@@ -121,6 +121,8 @@ pub(crate) struct Receiver {
     /// Completed buffers handed to the application but not yet taken.
     pub(crate) undelivered: usize,
     pub(crate) finished: bool,
+    /// DONE went with the last OK (decision R26).
+    pub(crate) early_done: bool,
     /// The control timer value reported in OK messages (ms), kept current by
     /// the connection.
     pub(crate) control_timer_ms: u16,
@@ -159,6 +161,7 @@ impl Receiver {
             awaiting_confirm: false,
             undelivered: 0,
             finished: false,
+            early_done: false,
             // Until a round trip is measured: the initial control timer.
             control_timer_ms: u16::try_from(config.initial_control_timeout.as_millis())
                 .unwrap_or(u16::MAX),

@@ -63,6 +63,21 @@ impl Connection {
         Some(g)
     }
 
+    /// A NULL-ACK with the sender's acknowledgment state and burst values.
+    fn null_ack(&mut self, buf: &mut [u8], ports: (u16, u16)) -> Option<Gathered> {
+        let DataPart::Sender(s) = &self.data else {
+            return None;
+        };
+        self.stats.null_acks_sent += 1;
+        tracing::trace!(high_ack = s.high_ack_wire(), "NULL-ACK sent");
+        let repr = NullAckRepr {
+            high_ack: s.high_ack_wire(),
+            burst_size: s.params.burst_size,
+            burst_interval_ms: s.params.burst_interval_ms,
+        };
+        write(buf, ports, Repr::NullAck(repr)).map(Gathered::whole)
+    }
+
     fn open_repr(&self) -> OpenRepr<'_> {
         OpenRepr {
             uid: self.uid,
@@ -88,6 +103,13 @@ impl Connection {
         if self.state == State::Closed {
             if std::mem::take(&mut self.pending.done) {
                 return write(buf, ports, Repr::Done).map(Gathered::whole);
+            }
+            // A sender closed by a DONE (R26) still acknowledges the last
+            // OK, so that the receiver stops sending it.
+            if let DataPart::Sender(s) = &mut self.data {
+                if std::mem::take(&mut s.null_ack_pending) {
+                    return self.null_ack(buf, ports);
+                }
             }
             return None;
         }
@@ -145,6 +167,10 @@ impl Connection {
                     }
                     return Some(Gathered::whole(e.len));
                 }
+                // The early DONE (R26), after the last OK just emitted.
+                if open && std::mem::take(&mut self.pending.done) {
+                    return write(buf, ports, Repr::Done).map(Gathered::whole);
+                }
                 if open {
                     let srtt = r.srtt;
                     if let Some(n) = r.feedback.emit(now, srtt, buf, ports) {
@@ -155,14 +181,7 @@ impl Connection {
             }
             DataPart::Sender(s) => {
                 if std::mem::take(&mut s.null_ack_pending) {
-                    self.stats.null_acks_sent += 1;
-                    tracing::trace!(high_ack = s.high_ack_wire(), "NULL-ACK sent");
-                    let repr = NullAckRepr {
-                        high_ack: s.high_ack_wire(),
-                        burst_size: s.params.burst_size,
-                        burst_interval_ms: s.params.burst_interval_ms,
-                    };
-                    return write(buf, ports, Repr::NullAck(repr)).map(Gathered::whole);
+                    return self.null_ack(buf, ports);
                 }
                 if open {
                     if let Some(g) = s.emit_data(now, buf, ports, &mut self.stats, gather) {

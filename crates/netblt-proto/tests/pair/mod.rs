@@ -80,6 +80,9 @@ impl Bottleneck {
 /// (arrival, tie-breaking sequence, to B?, bytes)
 type InFlight = (Instant, u64, bool, Vec<u8>);
 
+/// Says whether a datagram is lost.
+pub type DropFilter = Box<dyn FnMut(&[u8]) -> bool>;
+
 pub struct Pair {
     pub now: Instant,
     pub a: Connection,
@@ -117,6 +120,11 @@ pub struct Pair {
     /// Datagrams longer than `mtu` (fragmented), and the largest one sent.
     pub fragmented: u64,
     pub largest: usize,
+    /// A B-to-A datagram for which this returns true is lost (a scripted
+    /// loss of one packet).
+    pub drop_to_a: Option<DropFilter>,
+    /// The same for A-to-B datagrams.
+    pub drop_to_b: Option<DropFilter>,
 }
 
 /// The next datagram from `c`, by `poll_transmit` or by gathering.
@@ -268,6 +276,8 @@ impl Pair {
             mtu: None,
             fragmented: 0,
             largest: 0,
+            drop_to_a: None,
+            drop_to_b: None,
         }
     }
 
@@ -293,6 +303,14 @@ impl Pair {
     }
 
     fn send(&mut self, to_b: bool, mut bytes: Vec<u8>) {
+        let filter = if to_b {
+            &mut self.drop_to_b
+        } else {
+            &mut self.drop_to_a
+        };
+        if filter.as_mut().is_some_and(|f| f(&bytes)) {
+            return;
+        }
         let imp = if to_b { self.impair_ab } else { self.impair_ba };
         self.largest = self.largest.max(bytes.len());
         if let (true, Some(b)) = (to_b, self.bottleneck.as_mut()) {

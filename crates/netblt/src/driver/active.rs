@@ -196,8 +196,11 @@ pub(crate) fn run_active<A: Application>(
         let now = clock.now();
         transfer.drive(now, &mut conn);
         if stop.load(Ordering::Relaxed) && !conn.is_closed() {
-            conn.abort(now, "interrupted by the user");
-            transfer.fail_locally(AppError::new(Kind::Failed, "interrupted", "interrupted"));
+            conn.stop(now, "interrupted by the user");
+            // A receiver with every byte ends as a success (`stop`).
+            if !matches!(conn.result(), Some(Ok(()))) {
+                transfer.fail_locally(AppError::new(Kind::Failed, "interrupted", "interrupted"));
+            }
         }
         // Transmit: fill trains from the engine, flush, repeat while full.
         if !want_write {

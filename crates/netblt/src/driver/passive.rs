@@ -270,7 +270,7 @@ pub(crate) fn run_passive<S: Service>(
             for h in ep.handles() {
                 if let Some(c) = ep.connection_mut(h) {
                     if !c.is_closed() {
-                        c.abort(now, "receiver interrupted");
+                        c.stop(now, "receiver interrupted");
                     }
                 }
             }
