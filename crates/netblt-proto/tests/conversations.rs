@@ -254,12 +254,7 @@ fn gathered_datagrams_equal_whole_ones() {
 /// lost peer.
 #[test]
 fn port_unreachable_ends_the_dally_but_not_the_transfer() {
-    let mut p = Pair::write(
-        config(1000, 10_000, 4),
-        config(1000, 10_000, 4),
-        pattern(100_000, 9),
-        9,
-    );
+    let mut p = small_write(9);
     p.drop_to_a = Some(Box::new(|bytes| {
         matches!(
             netblt_wire::Packet::parse(bytes),
@@ -286,6 +281,16 @@ fn port_unreachable_ends_the_dally_but_not_the_transfer() {
     assert_eq!(p.a.result(), Some(&Ok(())));
 }
 
+/// 100 KB in buffers of ten 1000-byte packets, four outstanding.
+fn small_write(seed: u64) -> Pair {
+    Pair::write(
+        config(1000, 10_000, 4),
+        config(1000, 10_000, 4),
+        pattern(100_000, seed),
+        seed,
+    )
+}
+
 /// Drives `p` until A (the data sender) closes: the time it closed.
 fn until_sender_closes(p: &mut Pair) -> netblt_proto::Instant {
     while !p.a.is_closed() {
@@ -301,12 +306,7 @@ fn until_sender_closes(p: &mut Pair) -> netblt_proto::Instant {
 /// receiver closes on it (not on its death timer).
 #[test]
 fn the_done_that_comes_with_the_last_ok_ends_the_transfer_at_once() {
-    let mut p = Pair::write(
-        config(1000, 10_000, 4),
-        config(1000, 10_000, 4),
-        pattern(100_000, 11),
-        11,
-    );
+    let mut p = small_write(11);
     let closed = until_sender_closes(&mut p);
     assert_eq!(p.a.result(), Some(&Ok(())));
     assert_eq!(
@@ -329,12 +329,7 @@ fn the_done_that_comes_with_the_last_ok_ends_the_transfer_at_once() {
 #[test]
 fn a_done_before_the_last_ok_ends_the_transfer_with_that_ok() {
     use netblt_wire::{ControlMessageRef, Packet, Repr};
-    let mut p = Pair::write(
-        config(1000, 10_000, 4),
-        config(1000, 10_000, 4),
-        pattern(100_000, 12),
-        12,
-    );
+    let mut p = small_write(12);
     let dropped = std::rc::Rc::new(std::cell::Cell::new(0u32));
     let d = dropped.clone();
     p.drop_to_a = Some(Box::new(move |bytes| {
@@ -368,12 +363,7 @@ fn a_done_before_the_last_ok_ends_the_transfer_with_that_ok() {
 /// and whose NULL-ACKs never reach the receiver: B has every byte and waits
 /// only for the acknowledgment of its last OK.
 fn receiver_left_waiting(seed: u64) -> Pair {
-    let mut p = Pair::write(
-        config(1000, 10_000, 4),
-        config(1000, 10_000, 4),
-        pattern(100_000, seed),
-        seed,
-    );
+    let mut p = small_write(seed);
     p.drop_to_b = Some(Box::new(|bytes| {
         matches!(
             netblt_wire::Packet::parse(bytes),
@@ -416,12 +406,7 @@ fn a_receiver_with_every_byte_ends_as_a_success_when_the_sender_is_gone() {
 /// Stopping a receiver that still misses data aborts, as before.
 #[test]
 fn a_receiver_stopped_mid_transfer_aborts() {
-    let mut p = Pair::write(
-        config(1000, 10_000, 4),
-        config(1000, 10_000, 4),
-        pattern(100_000, 15),
-        15,
-    );
+    let mut p = small_write(15);
     while p.received.len() < 30_000 {
         assert!(!p.drive(p.steps + 1));
     }
