@@ -420,3 +420,20 @@ fn a_receiver_stopped_mid_transfer_aborts() {
         b.result()
     );
 }
+
+/// A sender that closed on the DONE without acknowledging the last OK
+/// (netblt before R26 did when the OK and the DONE came in one read)
+/// answers none of its retransmissions; the receiver then ends as a
+/// success after `FINAL_OK_TIMEOUTS` silent control timeouts, well before
+/// its death timer (5 s here).
+#[test]
+fn a_last_ok_unanswered_after_done_ends_the_receiver_soon() {
+    let mut p = receiver_left_waiting(16);
+    let closed = p.now;
+    assert!(p.drive(1_000_000));
+    let b = p.b.as_ref().unwrap();
+    assert_eq!(b.result(), Some(&Ok(())));
+    let waited = p.now.saturating_duration_since(closed);
+    // Six expiries, doubling, from a 10 ms round trip: 1.6 s.
+    assert!(waited < Duration::from_millis(2500), "waited {waited:?}");
+}

@@ -123,6 +123,8 @@ pub(crate) struct Receiver {
     pub(crate) finished: bool,
     /// DONE went with the last OK (decision R26).
     pub(crate) early_done: bool,
+    /// Control-timer expiries since then.
+    pub(crate) final_ok_timeouts: u32,
     /// The control timer value reported in OK messages (ms), kept current by
     /// the connection.
     pub(crate) control_timer_ms: u16,
@@ -162,6 +164,7 @@ impl Receiver {
             undelivered: 0,
             finished: false,
             early_done: false,
+            final_ok_timeouts: 0,
             // Until a round trip is measured: the initial control timer.
             control_timer_ms: u16::try_from(config.initial_control_timeout.as_millis())
                 .unwrap_or(u16::MAX),
