@@ -314,12 +314,16 @@ fn wait_child(child: &mut Child) -> std::io::Result<ExitStatus> {
 
 /// Ends the `--right` command's whole process group (the shell and what it
 /// started). The shell is reaped only at the end, so until then its pid, which
-/// is the group id, cannot be reused by an unrelated process.
+/// is the group id, cannot be reused by an unrelated process. SIGKILL comes
+/// only when some process of the group outlives a second: the shell dies at
+/// SIGTERM at once, and a `netblt recv` under it needs a moment to print its
+/// report (it may be waiting for the acknowledgment of its last OK when the
+/// sender's exit ends the run, decision R26).
 fn stop_group(child: &mut Child) {
     let pgid = child.id();
     send_group_signal(pgid, libc::SIGTERM);
     let deadline = Instant::now() + Duration::from_secs(1);
-    let alive = || libc::pid_t::try_from(pgid).is_ok_and(crate::netns::alive);
+    let alive = || libc::pid_t::try_from(pgid).is_ok_and(crate::netns::group_alive);
     while alive() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -113,6 +113,30 @@ pub(crate) fn alive(pid: i32) -> bool {
     }
 }
 
+/// Whether any live (not zombie) process is in process group `pgid`.
+pub(crate) fn group_alive(pgid: i32) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .any(|stat| {
+            // After "(comm)": state, ppid, pgrp.
+            let Some((_, rest)) = stat.rsplit_once(')') else {
+                return false;
+            };
+            let mut f = rest.split_whitespace();
+            let state = f.next();
+            let pgrp = f.nth(1).and_then(|g| g.parse::<i32>().ok());
+            state != Some("Z") && pgrp == Some(pgid)
+        })
+}
+
 /// Ends the processes in `ns` and deletes it. Deleting removes the name; the
 /// kernel frees the namespace when its last user (process, socket) is gone.
 pub(crate) fn delete(ns: &str) -> Result<(), EmuError> {

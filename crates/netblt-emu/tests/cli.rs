@@ -97,6 +97,41 @@ fn right_command_runs_first_and_is_killed_at_the_end() {
     assert!(!ns_exists(&format!("nb-{n}-r")));
 }
 
+/// The right command's shell dies at SIGTERM at once; what it started gets
+/// its second to finish (a `netblt recv` printing its report) before the
+/// group is killed.
+#[test]
+fn the_right_commands_processes_get_time_to_finish() {
+    if !can_run("the_right_commands_processes_get_time_to_finish") {
+        return;
+    }
+    let n = name("gr");
+    let marker = std::env::temp_dir().join(format!("{n}.done"));
+    let _ = std::fs::remove_file(&marker);
+    let right = format!(
+        "(trap 'sleep 0.2; touch {}; exit 0' TERM; while true; do sleep 0.05; done) & wait",
+        marker.display()
+    );
+    let out = emu(&[
+        "--name",
+        &n,
+        "--right",
+        &right,
+        "--right-wait",
+        "200",
+        "--",
+        "sh",
+        "-c",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        marker.exists(),
+        "the right side was killed before it finished"
+    );
+    let _ = std::fs::remove_file(&marker);
+}
+
 #[test]
 fn sigterm_stops_the_command_and_removes_the_namespaces() {
     if !can_run("sigterm_stops_the_command_and_removes_the_namespaces") {
