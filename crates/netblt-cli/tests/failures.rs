@@ -267,3 +267,33 @@ fn a_name_too_long_for_the_receiver_is_one_clear_line() {
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(temp_files(dst.path()).is_empty());
 }
+
+/// SIGTERM (a service manager; `netblt emu` at the end of its run) stops a
+/// receiver as Ctrl-C does: its report on stdout says why and the exit is
+/// non-zero, where it used to die without a word.
+#[test]
+fn sigterm_stops_a_receiver_with_its_report() {
+    let mut r = Recv::start(&["--sink", "--once", "--insecure", "--json"]);
+    let mut s = spawn(
+        &[
+            "bench",
+            &r.addr,
+            "--size",
+            "1G",
+            "--rate",
+            "20M",
+            "--insecure",
+        ],
+        Stdio::null(),
+        Stdio::null(),
+        Stdio::null(),
+    );
+    std::thread::sleep(Duration::from_millis(700));
+    signal(&r.child, SIGTERM);
+    let code = wait(&mut r.child, Duration::from_secs(10));
+    let _ = s.kill();
+    let _ = s.wait();
+    let (_, out, err) = r.finish(Duration::from_secs(1));
+    assert!(matches!(code, Some(c) if c != 0), "{code:?} {err}");
+    assert!(out.contains("receiver interrupted"), "{out}\n{err}");
+}

@@ -231,6 +231,7 @@ pub fn signal(child: &Child, sig: i32) {
 }
 
 pub const SIGKILL: i32 = 9;
+pub const SIGTERM: i32 = 15;
 pub const SIGCONT: i32 = 18;
 pub const SIGSTOP: i32 = 19;
 
