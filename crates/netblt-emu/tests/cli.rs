@@ -59,6 +59,23 @@ fn run_form_returns_the_command_status_and_cleans_up() {
     assert!(!ns_exists(&format!("nb-{n}-l")) && !ns_exists(&format!("nb-{n}-r")));
 }
 
+/// `netblt emu --name N [EXTRA] --right RIGHT -- sh -c true`.
+fn with_right(n: &str, right: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["--name", n];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&[
+        "--right",
+        right,
+        "--right-wait",
+        "200",
+        "--",
+        "sh",
+        "-c",
+        "true",
+    ]);
+    emu(&args)
+}
+
 #[test]
 fn right_command_runs_first_and_is_killed_at_the_end() {
     if !can_run("right_command_runs_first_and_is_killed_at_the_end") {
@@ -67,19 +84,7 @@ fn right_command_runs_first_and_is_killed_at_the_end() {
     let n = name("rt");
     let marker = std::env::temp_dir().join(format!("{n}.pid"));
     let right = format!("echo $$ > {}; exec sleep 60", marker.display());
-    let out = emu(&[
-        "--name",
-        &n,
-        "--json",
-        "--right",
-        &right,
-        "--right-wait",
-        "200",
-        "--",
-        "sh",
-        "-c",
-        "true",
-    ]);
+    let out = with_right(&n, &right, &["--json"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let stats: EmuStats = serde_json::from_slice(&out.stdout).expect("JSON counters on stdout");
     assert_eq!(stats.name, n);
@@ -112,18 +117,7 @@ fn the_right_commands_processes_get_time_to_finish() {
         "(trap 'sleep 0.2; touch {}; exit 0' TERM; while true; do sleep 0.05; done) & wait",
         marker.display()
     );
-    let out = emu(&[
-        "--name",
-        &n,
-        "--right",
-        &right,
-        "--right-wait",
-        "200",
-        "--",
-        "sh",
-        "-c",
-        "true",
-    ]);
+    let out = with_right(&n, &right, &[]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(
         marker.exists(),
