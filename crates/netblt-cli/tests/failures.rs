@@ -273,6 +273,7 @@ fn a_name_too_long_for_the_receiver_is_one_clear_line() {
 /// non-zero, where it used to die without a word.
 #[test]
 fn sigterm_stops_a_receiver_with_its_report() {
+    use std::io::{BufRead, BufReader};
     let mut r = Recv::start(&["--sink", "--once", "--insecure", "--json"]);
     let mut s = spawn(
         &[
@@ -283,12 +284,21 @@ fn sigterm_stops_a_receiver_with_its_report() {
             "--rate",
             "20M",
             "--insecure",
+            "--json-stream",
+            "--interval",
+            "0.1",
         ],
         Stdio::null(),
-        Stdio::null(),
+        Stdio::piped(),
         Stdio::null(),
     );
-    std::thread::sleep(Duration::from_millis(700));
+    // Only once the transfer is open (the sender's first interval report):
+    // an idle `recv --once` has nothing to report.
+    let lines = BufReader::new(s.stdout.take().expect("stdout")).lines();
+    let open = lines
+        .map_while(Result::ok)
+        .any(|l| l.contains("\"event\":\"interval\""));
+    assert!(open, "the sender never reported its transfer under way");
     signal(&r.child, SIGTERM);
     let code = wait(&mut r.child, Duration::from_secs(10));
     let _ = s.kill();

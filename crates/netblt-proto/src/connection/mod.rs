@@ -632,10 +632,6 @@ impl Connection {
         // RFC 998 §5.2.3: the death timer "is reset every time a packet is
         // received".
         self.last_rx = now;
-        if let DataPart::Receiver(r) = &mut self.data {
-            // The sender is still there (R26's silence count).
-            r.final_ok_timeouts = 0;
-        }
         tracing::trace!(%now, side = ?self.side, packet = %p, "received");
         if !matches!(p.repr, Repr::Open(_)) {
             self.peer_confirmed = true;
@@ -1034,7 +1030,11 @@ impl Connection {
             if let DataPart::Receiver(r) = &mut self.data {
                 r.fifo.on_timer();
                 if r.early_done {
-                    r.final_ok_timeouts += 1;
+                    // Counted only while nothing is heard: anything from the
+                    // sender since the last expiry starts the count again.
+                    let heard = r.final_ok_expired_at.is_none_or(|t| self.last_rx > t);
+                    r.final_ok_timeouts = if heard { 1 } else { r.final_ok_timeouts + 1 };
+                    r.final_ok_expired_at = Some(now);
                 }
             }
             // R26: a sender that closed on our DONE without acknowledging

@@ -123,8 +123,10 @@ pub(crate) struct Receiver {
     pub(crate) finished: bool,
     /// DONE went with the last OK (decision R26).
     pub(crate) early_done: bool,
-    /// Control-timer expiries since then.
+    /// Control-timer expiries in a row since then with nothing heard from
+    /// the sender, and when the last one was.
     pub(crate) final_ok_timeouts: u32,
+    pub(crate) final_ok_expired_at: Option<Instant>,
     /// The control timer value reported in OK messages (ms), kept current by
     /// the connection.
     pub(crate) control_timer_ms: u16,
@@ -165,6 +167,7 @@ impl Receiver {
             finished: false,
             early_done: false,
             final_ok_timeouts: 0,
+            final_ok_expired_at: None,
             // Until a round trip is measured: the initial control timer.
             control_timer_ms: u16::try_from(config.initial_control_timeout.as_millis())
                 .unwrap_or(u16::MAX),
