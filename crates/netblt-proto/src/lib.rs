@@ -41,6 +41,6 @@ pub use connection::{Connection, Gathered, Payload, PushError, Role, Side, State
 pub use endpoint::{ConnectionHandle, DatagramEvent, Endpoint, Incoming};
 pub use event::{ConnectionError, Event};
 pub use netblt_wire::Mode;
-pub use rate::{Policy, RateConfig, RateReason, RateState};
+pub use rate::{Policy, RateConfig, RateLimits, RateReason, RateState};
 pub use stats::Stats;
 pub use time::{Duration, Instant};

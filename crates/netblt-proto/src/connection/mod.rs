@@ -32,6 +32,7 @@ use netblt_wire::{Mode, OpenRepr, Packet, Repr, DATA_HEADER_LEN};
 
 use crate::config::{Config, TransferParams};
 use crate::event::{ConnectionError, Event};
+use crate::rate::RateLimits;
 use crate::rtt::RttEstimator;
 use crate::stats::Stats;
 use crate::time::{Duration, Instant};
@@ -153,6 +154,9 @@ pub struct Connection {
     /// (reordered, or the OK lost): that OK then ends the connection at
     /// once (decision R26).
     peer_done: bool,
+    /// The application's rate limits (R27), kept for a sender not yet
+    /// created (set before the connection opened).
+    limits: Option<RateLimits>,
 }
 
 /// Control-timer expiries in a row, with nothing heard from the sender,
@@ -319,6 +323,7 @@ impl Connection {
             peer_confirmed: false,
             peer_done: false,
             feedback: false,
+            limits: None,
         }
     }
 
@@ -331,6 +336,9 @@ impl Connection {
                 let mut s = Sender::new(self.params, &self.config.params, &self.config);
                 if self.feedback {
                     s.enable_rate_control(&self.config, self.uid);
+                }
+                if let Some(l) = self.limits {
+                    s.set_limits(l);
                 }
                 // RFC 998 §5.2.1: "If the sending NETBLT is not in a position
                 // to send data, it should send a NULL-ACK packet". An active
@@ -460,6 +468,22 @@ impl Connection {
                 Ok(())
             }
             _ => Err(PushError::NotSending),
+        }
+    }
+
+    /// Data sender: limits the rate from now on, e.g. when the user turns a
+    /// knob during a long transfer (decision R27). `limits.max_bps` holds
+    /// the pacing rate under itself, `limits.min_bps` is the adaptive
+    /// policies' floor; neither goes above the rate negotiated at OPEN
+    /// (RFC 998 §4 lets the sender make the parameters "more restrictive",
+    /// never less). Under RFC 998's fixed rate a cap below the negotiated
+    /// rate is the rate, and the NULL-ACK tells the receiver. Set before
+    /// the connection opens, the limits apply from its first packet. Has no
+    /// effect on a data receiver.
+    pub fn set_rate_limits(&mut self, limits: RateLimits) {
+        self.limits = Some(limits);
+        if let DataPart::Sender(s) = &mut self.data {
+            s.set_limits(limits);
         }
     }
 

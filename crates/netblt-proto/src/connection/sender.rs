@@ -15,7 +15,7 @@ use super::gather::{Gathered, Payload};
 use crate::bitset::BitSet;
 use crate::config::{Config, TransferParams};
 use crate::pacer::Pacer;
-use crate::rate::{self, Policy, RateController, RateSample};
+use crate::rate::{self, Policy, RateController, RateLimits, RateSample};
 use crate::seq;
 use crate::stats::Stats;
 use crate::time::{Duration, Instant};
@@ -121,6 +121,14 @@ pub(crate) struct Sender {
     /// Limits of this end for rate renegotiation.
     max_burst_size: u16,
     min_interval_ms: u16,
+    /// The burst last agreed with the receiver (RESPONSE, then each OK),
+    /// before the application's cap.
+    agreed: (u16, u16),
+    /// The application's rate cap while the transfer runs (R27), bits/s.
+    user_cap: Option<f64>,
+    /// The application has set limits: OKs' burst values are then echoes
+    /// of what our NULL-ACKs told the receiver, as under a controller.
+    app_limits: bool,
     pub(crate) null_ack_pending: bool,
     /// Receiver's control timer from the latest OK (ms): sets the dally time.
     pub(crate) receiver_control_timer_ms: u16,
@@ -192,6 +200,9 @@ impl Sender {
             quantum: config.pacing_quantum,
             max_burst_size: limits.burst_size,
             min_interval_ms: limits.burst_interval_ms,
+            agreed: (params.burst_size, params.burst_interval_ms),
+            user_cap: None,
+            app_limits: false,
             null_ack_pending: false,
             receiver_control_timer_ms: 0,
             all_acked: false,
@@ -646,18 +657,57 @@ impl Sender {
     /// support. Again, it may then modify any of the parameters, but only by
     /// making them more restrictive."
     fn renegotiate(&mut self, burst_size: u16, interval_ms: u16) {
-        if self.rate.is_some() {
-            // Our controller sets the rate; the receiver's OK echoes what we
-            // told it (its own limits were applied at OPEN).
+        if self.rate.is_some() || self.app_limits {
+            // Our controller (or the application's cap) sets the rate; the
+            // receiver's OK echoes what we told it (its own limits were
+            // applied at OPEN). Taking an echo of a capped rate as the
+            // receiver's would keep the rate there once the cap lifts.
             return;
         }
         let size = burst_size.clamp(1, self.max_burst_size.max(1));
         let interval = interval_ms.max(self.min_interval_ms).max(1);
-        if size != self.params.burst_size || interval != self.params.burst_interval_ms {
-            self.params.burst_size = size;
-            self.params.burst_interval_ms = interval;
-            self.pacer.set_rate(size, interval, self.quantum);
+        self.agreed = (size, interval);
+        self.apply_fixed();
+    }
+
+    /// The application's limits while the transfer runs (R27). With a rate
+    /// controller they bound it; at RFC 998's fixed rate the cap, when
+    /// below the agreed burst rate, is the rate.
+    pub(crate) fn set_limits(&mut self, limits: RateLimits) {
+        self.app_limits = true;
+        self.user_cap = limits.max_bps.map(|m| m.max(1) as f64);
+        if let Some(r) = &mut self.rate {
+            r.set_limits(
+                limits.min_bps as f64,
+                self.user_cap.unwrap_or(f64::INFINITY),
+            );
+            self.apply_rate();
+        } else if self.apply_fixed() {
+            // RFC 998 §4: the sender may make the burst values "more
+            // restrictive"; the NULL-ACK carries them to the receiver, whose
+            // data timers follow the rate (and back up when the cap lifts).
+            self.null_ack_pending = true;
         }
+    }
+
+    /// Paces at the agreed burst, or at the application's cap when it is
+    /// slower. Whether the burst values changed.
+    fn apply_fixed(&mut self) -> bool {
+        let (mut size, mut interval) = self.agreed;
+        let agreed = f64::from(size) * f64::from(self.params.packet_size) * 8000.0
+            / f64::from(interval.max(1));
+        if let Some(cap) = self.user_cap.filter(|&c| c < agreed) {
+            (size, interval) = TransferParams::burst_for_rate(cap as u64, self.params.packet_size);
+            size = size.clamp(1, self.max_burst_size.max(1));
+            interval = interval.max(self.min_interval_ms).max(1);
+        }
+        if size == self.params.burst_size && interval == self.params.burst_interval_ms {
+            return false;
+        }
+        self.params.burst_size = size;
+        self.params.burst_interval_ms = interval;
+        self.pacer.set_rate(size, interval, self.quantum);
+        true
     }
 
     /// The bytes a [`Payload`] names, while its buffer is still held (until

@@ -6,6 +6,8 @@ use super::{RateController, RateReason, RateSample, RateState};
 #[derive(Debug, Clone)]
 pub struct Fixed {
     bps: f64,
+    /// The negotiated rate: limits set later stay under it.
+    ceiling: f64,
     last_rtt: Option<crate::time::Duration>,
 }
 
@@ -14,6 +16,7 @@ impl Fixed {
     pub fn new(bps: f64) -> Self {
         Fixed {
             bps,
+            ceiling: bps,
             last_rtt: None,
         }
     }
@@ -30,6 +33,9 @@ impl RateController for Fixed {
     }
     fn inflight_cap(&self) -> Option<u64> {
         None
+    }
+    fn set_limits(&mut self, _min_bps: f64, max_bps: f64) {
+        self.bps = max_bps.min(self.ceiling).max(1.0);
     }
     fn state(&self) -> RateState {
         RateState {

@@ -236,6 +236,28 @@ pub trait RateController: fmt::Debug + Send {
     }
     /// What the controller believes, for reports.
     fn state(&self) -> RateState;
+    /// New limits while the transfer runs (the user's knob, R27): pace at
+    /// least `min_bps` and at most `max_bps`, both already held to the
+    /// negotiated rate by the caller. Default: ignored.
+    fn set_limits(&mut self, min_bps: f64, max_bps: f64) {
+        let _ = (min_bps, max_bps);
+    }
+}
+
+/// Rate limits the application sets while a transfer runs
+/// ([`Connection::set_rate_limits`](crate::Connection::set_rate_limits)):
+/// ascp's and rclone's "change the rate during a transfer". RFC 998 lets the
+/// sender make the negotiated parameters "more restrictive" at any time, so
+/// the limits move freely below the rate negotiated at OPEN and are held to
+/// it above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RateLimits {
+    /// Never pace slower than this (bits/s of payload; adaptive policies
+    /// only). 0: no floor.
+    pub min_bps: u64,
+    /// Never pace faster than this (bits/s of payload). `None`: the
+    /// negotiated rate.
+    pub max_bps: Option<u64>,
 }
 
 /// Builds the controller a policy names. `fixed_bps` is the negotiated

@@ -111,6 +111,9 @@ pub struct Model {
     background: bool,
     max_bps: f64,
     min_bps: f64,
+    /// The negotiated rate and `config.max_bps`: limits set during the
+    /// transfer stay under it (R27).
+    ceiling: f64,
     phase: Phase,
     reason: RateReason,
     bw: MaxFilter,
@@ -210,6 +213,7 @@ impl Model {
             background,
             max_bps,
             min_bps,
+            ceiling: max_bps,
             phase: Phase::Startup,
             reason: RateReason::Startup,
             bw: MaxFilter::new(BW_WINDOW_ROUNDS),
@@ -933,6 +937,28 @@ impl RateController for Model {
         Some((after.min(MAX_GAP), self.bottleneck()))
     }
 
+    fn set_limits(&mut self, min_bps: f64, max_bps: f64) {
+        let old = self.max_bps;
+        self.max_bps = max_bps.min(self.ceiling).max(1.0);
+        self.min_bps = min_bps.min(self.max_bps).max(0.0);
+        // A cap that held the rate was raised well above it: find the
+        // path's rate again as at the start (STARTUP doubles it each round
+        // trip), not with 1.25x probes a few rounds apart, which took
+        // seconds to climb from 10 to 100 Mb/s at 100 ms. A cap that did
+        // not hold the rate (the path was slower) changes nothing else.
+        let held = self.bw.get().is_some_and(|bw| bw >= old * 0.9);
+        let idle_phase = matches!(self.phase, Phase::Startup | Phase::ProbeRtt);
+        if self.max_bps > old * 1.25 && held && !idle_phase {
+            self.phase = Phase::Startup;
+            self.reason = RateReason::Startup;
+            self.full_bw = 0.0;
+            self.full_bw_rounds = 0;
+            // FAST's window starts again from the new estimate when
+            // STARTUP ends (`enter_cruise`).
+            self.fast_w = None;
+        }
+    }
+
     fn state(&self) -> RateState {
         let rate = self.pacing_bps();
         let reason = if rate >= self.max_bps {
@@ -1556,5 +1582,46 @@ mod tests {
                 assert!(r.is_finite() && r >= 1.0, "rate {r}");
             }
         }
+    }
+
+    /// R27: a cap lowered during the transfer holds the pacing rate at once
+    /// and is reported as the reason; lifted well above a rate it held, the
+    /// controller starts up again and paces above the old cap within a
+    /// round trip or two.
+    #[test]
+    fn a_cap_set_while_cruising_holds_the_rate_and_lifting_it_starts_up() {
+        let (mut m, mut t) = cruising_alone(100_000);
+        assert!(m.pacing_bps() > 80e6, "{}", m.pacing_bps());
+        m.set_limits(0.0, 20e6);
+        assert!(m.pacing_bps() <= 20e6);
+        assert_eq!(m.state().reason, RateReason::Cap);
+        // Twenty round trips at the cap: the path delivers what we send.
+        for _ in 0..400 {
+            t += 5_000;
+            m.on_sample(&sample(t, 100_000, 20e6));
+        }
+        assert!(m.pacing_bps() <= 20e6);
+        m.set_limits(0.0, f64::INFINITY);
+        assert_eq!(m.phase, Phase::Startup);
+        // STARTUP paces at 2.885x what the path delivered.
+        assert!(m.pacing_bps() > 50e6, "{}", m.pacing_bps());
+    }
+
+    /// A cap that never held the rate (the path is slower) changes nothing
+    /// when it lifts; neither limit goes above the negotiated rate, and a
+    /// floor above the cap is held to it.
+    #[test]
+    fn limits_stay_under_the_negotiated_rate_and_a_slack_cap_changes_nothing() {
+        let (mut m, _) = cruising_alone(100_000);
+        m.set_limits(0.0, 500e6);
+        let phase = m.phase;
+        m.set_limits(0.0, 5e9);
+        assert_eq!(m.phase, phase, "a cap above the path restarted STARTUP");
+        let mut capped = Model::new(&RateConfig::default(), 50e6, false, 1);
+        capped.set_limits(80e6, 1e12);
+        assert!(capped.pacing_bps() <= 50e6);
+        capped.set_limits(1e9, 10e6);
+        assert!(capped.pacing_bps() <= 10e6, "{}", capped.pacing_bps());
+        assert!(capped.min_bps <= capped.max_bps);
     }
 }
