@@ -32,6 +32,7 @@ impl BulkSender for NetbltBulk {
             json: false,
             policy: "fixed".into(),
             min_rate: None,
+            rate_file: None,
             json_stream: false,
             interval: 1.0,
             security: crate::security_flags::SecurityFlags::plain(),

@@ -86,6 +86,13 @@ pub struct CommonFlags {
     /// says (adaptive policies).
     #[arg(long, value_parser = parse_rate)]
     pub min_rate: Option<u64>,
+    /// Change the rate limits while the transfer runs: a file holding
+    /// `MAX [MIN]` in --rate's units (`20M`, `1.5G 100M`; `none`: no
+    /// maximum), read at the start and whenever it changes (every 0.25 s),
+    /// e.g. `echo 20M > FILE`. Never above the rate negotiated at OPEN
+    /// (--rate, or the default ceiling)
+    #[arg(long, value_name = "FILE")]
+    pub rate_file: Option<std::path::PathBuf>,
     /// Print newline-delimited JSON while the transfer runs: one
     /// `{"event":"interval",...}` object every --interval seconds (bytes,
     /// interval and total rate, retransmitted, lost, srtt, the rate
@@ -183,6 +190,15 @@ impl CommonFlags {
             return false;
         }
         true
+    }
+
+    /// `--rate-file`'s live limits, read once now (a bad file: one line,
+    /// exit 2) and followed from then on.
+    pub fn rate_control(&self) -> Result<Option<netblt::RateControl>, CliError> {
+        self.rate_file
+            .as_deref()
+            .map(crate::rate_file::watch)
+            .transpose()
     }
 
     /// The library's options for the active end, with the offer `params`.

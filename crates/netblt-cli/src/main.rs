@@ -14,6 +14,7 @@ mod exit;
 mod flags;
 mod output;
 mod progress;
+mod rate_file;
 mod security_flags;
 mod units;
 

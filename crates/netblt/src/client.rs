@@ -457,6 +457,7 @@ fn run(
         client,
         security: opts.security.clone(),
         auto_size: opts.auto_size,
+        rate_control: opts.rate_control.clone(),
     };
     let never = AtomicBool::new(false);
     let stop = opts.stop.as_deref().unwrap_or(&never);

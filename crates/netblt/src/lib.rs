@@ -77,6 +77,7 @@ mod driver;
 mod error;
 mod handler;
 mod options;
+mod rate_control;
 mod receiver;
 mod report;
 mod security;
@@ -100,8 +101,9 @@ pub use error::Error;
 pub use handler::{DataHandler, IncomingTransfer};
 /// The cryptographic core (`netblt-crypto`), re-exported: keys, key files, codes, limits.
 pub use netblt_crypto as crypto;
-pub use netblt_proto::{Policy, RateConfig};
+pub use netblt_proto::{Policy, RateConfig, RateLimits};
 pub use options::{AutoSize, Progress, ProgressFn, ReceiverOptions, ReportFn, SendOptions};
+pub use rate_control::RateControl;
 pub use receiver::{Receiver, ReceiverSummary};
 pub use report::{Direction, IoCounters, RateReport, TransferReport};
 pub use security::{Encryption, Security, SecurityReport};

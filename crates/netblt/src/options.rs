@@ -159,6 +159,12 @@ pub struct SendOptions {
     pub progress: Option<ProgressFn>,
     /// Setting this flag aborts the transfer (a Ctrl-C handler's job).
     pub stop: Option<Arc<AtomicBool>>,
+    /// Rate limits to change while the transfer runs (decision R27): keep
+    /// a clone and call [`RateControl::set`](crate::RateControl::set).
+    /// They apply to this end as a data sender ([`send_file`](crate::send_file),
+    /// [`send_dir`](crate::send_dir), [`bench`](crate::bench), ...), never
+    /// above the rate negotiated at OPEN. Default none.
+    pub rate_control: Option<crate::RateControl>,
     /// Encryption and authentication (issue 11). Default
     /// [`Security::Insecure`](crate::Security::Insecure) in the library
     /// (decision K14); the `netblt` tool encrypts by default.
@@ -200,6 +206,7 @@ impl Default for SendOptions {
             resume: false,
             progress: None,
             stop: None,
+            rate_control: None,
             security: crate::Security::Insecure,
             verify: false,
             auto_size: AutoSize::default(),
@@ -220,6 +227,7 @@ impl std::fmt::Debug for SendOptions {
             .field("resume", &self.resume)
             .field("progress", &self.progress.is_some())
             .field("stop", &self.stop)
+            .field("rate_control", &self.rate_control)
             .field("auto_size", &self.auto_size)
             .finish()
     }
@@ -290,6 +298,10 @@ pub struct ReceiverOptions {
     /// Encryption and authentication (issue 11); see
     /// [`SendOptions::security`].
     pub security: crate::Security,
+    /// Rate limits for the files this end serves ([`serve`](Self::serve),
+    /// `get`), each transfer on its own, changeable while they run
+    /// (decision R27). Default none.
+    pub rate_control: Option<crate::RateControl>,
 }
 
 impl Default for ReceiverOptions {
@@ -303,6 +315,7 @@ impl Default for ReceiverOptions {
             stop: None,
             on_transfer: None,
             security: crate::Security::Insecure,
+            rate_control: None,
         }
     }
 }
@@ -317,6 +330,7 @@ impl std::fmt::Debug for ReceiverOptions {
             .field("max_transfers", &self.max_transfers)
             .field("stop", &self.stop)
             .field("on_transfer", &self.on_transfer.is_some())
+            .field("rate_control", &self.rate_control)
             .finish()
     }
 }

@@ -125,6 +125,7 @@ fn passive_options(listen: SocketAddr, o: &ReceiverOptions) -> PassiveOptions {
         listen,
         raw: o.raw_ip,
         security: o.security.clone(),
+        rate_control: o.rate_control.clone(),
         config: config(
             passive_limits(),
             death_secs(o.death_timer),

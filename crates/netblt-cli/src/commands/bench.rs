@@ -47,6 +47,9 @@ pub fn bench(
     auto_size: netblt::AutoSize,
 ) -> Result<netblt::TransferReport, netblt::Error> {
     let mut opts = common.send_options(params);
+    opts.rate_control = common
+        .rate_control()
+        .map_err(|e| netblt::Error::InvalidOptions(e.message))?;
     opts.verify = verify;
     opts.auto_size = auto_size;
     let bar = if quiet && !common.json_stream {

@@ -119,6 +119,7 @@ pub fn run_demo_on(o: &DemoOptions, r: DemoReceiver) -> Result<DemoResult, netbl
         json: true,
         policy: "fair".into(),
         min_rate: None,
+        rate_file: None,
         json_stream: false,
         interval: 1.0,
         security: crate::security_flags::SecurityFlags::plain(),

@@ -39,6 +39,14 @@ pub struct GetArgs {
 
 pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     default_sigpipe();
+    if a.common.rate_file.is_some() {
+        // RFC 998 gives the receiver only OPEN to limit the sender; the
+        // OKs' burst fields are echoes once the sender adapts (R27).
+        return Err(CliError::usage(
+            "--rate-file limits a sending end; `get` receives (give it to the serving `netblt recv --serve`, or use --rate)",
+        )
+        .into());
+    }
     let remote = resolve_host(&a.host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
     if a.output.as_deref() == Some(std::path::Path::new("-")) {

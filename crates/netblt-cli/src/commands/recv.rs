@@ -45,6 +45,11 @@ pub struct RecvArgs {
     /// Let peers fetch files under --dir (`netblt get`, READ mode).
     #[arg(long)]
     pub serve: bool,
+    /// With --serve: limit each file served while it runs, from a file
+    /// holding `MAX [MIN]` (`20M`; `none`), re-read whenever it changes;
+    /// see `netblt send --help`
+    #[arg(long, value_name = "FILE", requires = "serve")]
+    pub rate_file: Option<std::path::PathBuf>,
     /// Overwrite existing files (a bundle's too; an existing directory is
     /// never replaced).
     #[arg(long)]
@@ -127,6 +132,11 @@ pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
     opts.raw_ip = a.raw_ip;
     opts.overwrite = a.force;
     opts.serve = a.serve;
+    opts.rate_control = a
+        .rate_file
+        .as_deref()
+        .map(crate::rate_file::watch)
+        .transpose()?;
     opts.max_transfers = (a.once || a.stdout).then_some(1);
     opts.stop = Some(stop_flag());
     opts.security = a.security.security()?;

@@ -71,6 +71,7 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     let mut opts = a.common.send_options(params);
     opts.auto_size = a.params.auto_size();
     opts.resume = a.resume;
+    opts.rate_control = a.common.rate_control()?;
     let bar = a.common.live();
     bar.attach(&mut opts);
     let stdin = paths.iter().any(|p| p == "-");

@@ -39,6 +39,8 @@ pub(crate) struct ActiveOptions {
     pub(crate) security: crate::security::Security,
     /// Sizes to choose from the path once the socket is connected (G3).
     pub(crate) auto_size: crate::AutoSize,
+    /// Rate limits changed while the transfer runs (R27).
+    pub(crate) rate_control: Option<crate::RateControl>,
 }
 
 /// What the loop leaves behind.
@@ -144,7 +146,18 @@ pub(crate) fn run_active<A: Application>(
     let mut last_progress = std::time::Instant::now();
     let mut net_error: Option<AppError> = None;
     let mut meter = Meter::new(clock.now());
+    let mut limits_seen = 0;
+    if let Some(rc) = &opts.rate_control {
+        rc.attach(waker);
+    }
     loop {
+        if let Some(l) = opts
+            .rate_control
+            .as_ref()
+            .and_then(|rc| rc.changed(&mut limits_seen))
+        {
+            conn.set_rate_limits(l);
+        }
         let now = clock.now();
         let mut drained = false;
         for _ in 0..MAX_RX_ROUNDS {

@@ -81,6 +81,9 @@ pub(crate) struct PassiveOptions {
     pub(crate) config: Config,
     /// Encrypted mode (issue 11): see `driver::secure`.
     pub(crate) security: crate::security::Security,
+    /// Rate limits for the transfers this end sends (`get`), changed while
+    /// they run (R27).
+    pub(crate) rate_control: Option<crate::RateControl>,
 }
 
 struct Live<A> {
@@ -154,7 +157,24 @@ pub(crate) fn run_passive<S: Service>(
     let mut want_write = false;
     let mut keep_going = true;
     let mut stopping = false;
+    let mut limits_seen = 0;
+    let mut limits = None;
+    if let Some(rc) = &opts.rate_control {
+        rc.attach(&waker);
+    }
     loop {
+        if let Some(l) = opts
+            .rate_control
+            .as_ref()
+            .and_then(|rc| rc.changed(&mut limits_seen))
+        {
+            limits = Some(l);
+            for h in ep.handles() {
+                if let Some(c) = ep.connection_mut(h) {
+                    c.set_rate_limits(l);
+                }
+            }
+        }
         let mut drained = false;
         for _ in 0..MAX_RX_ROUNDS {
             let now = match rx.recv(s) {
@@ -203,6 +223,9 @@ pub(crate) fn run_passive<S: Service>(
                 match service.incoming(&inc, &waker) {
                     Ok(a) => match ep.accept(inc.clone(), a.config, a.response, now) {
                         Ok(h) => {
+                            if let (Some(l), Some(c)) = (limits, ep.connection_mut(h)) {
+                                c.set_rate_limits(l);
+                            }
                             size_recv_buffer(
                                 s,
                                 live.keys()

@@ -47,6 +47,21 @@ impl Waker {
         };
     }
 
+    /// Whether a wake-up was pending (it is cleared). For tests.
+    #[cfg(test)]
+    pub(crate) fn take(&self) -> bool {
+        let mut v: u64 = 0;
+        // SAFETY: reads at most 8 bytes into a live u64; non-blocking.
+        let n = unsafe {
+            libc::read(
+                self.fd.as_raw_fd(),
+                (&mut v as *mut u64).cast(),
+                std::mem::size_of::<u64>(),
+            )
+        };
+        n == 8 && v > 0
+    }
+
     fn drain(&self) {
         let mut v: u64 = 0;
         // SAFETY: reads at most 8 bytes into a live u64; non-blocking.

@@ -1,0 +1,101 @@
+//! `--rate-file`: rate limits changed while a transfer runs (decision R27).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use common::*;
+
+/// The controller's rate and reason in one `--json-stream` interval.
+fn rate_of(line: &str) -> Option<(f64, String)> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    let r = &v["data"]["rate"];
+    Some((r["rate_bps"].as_f64()?, r["reason"].as_str()?.to_string()))
+}
+
+#[test]
+fn a_rate_file_holds_a_bench_under_it_and_a_new_value_applies_while_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = dir.path().join("limits");
+    std::fs::write(&limits, "# start slow\n16M\n").unwrap();
+    let r = Recv::start(&["--sink", "--once"]);
+    let mut bench = spawn(
+        &[
+            "bench",
+            &r.addr,
+            "--size",
+            "8M",
+            "--rate-file",
+            limits.to_str().unwrap(),
+            "--json-stream",
+            "-i",
+            "0.2",
+        ],
+        Stdio::null(),
+        Stdio::piped(),
+        Stdio::piped(),
+    );
+    let mut lines = BufReader::new(bench.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    // Under the cap until we lift it (8 MB at 16 Mb/s would take 4 s; at
+    // 64 Mb/s, about one).
+    let mut lifted = false;
+    let mut above = false;
+    let mut end = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if line.contains("\"event\":\"end\"") {
+            end = Some(line);
+            break;
+        }
+        let (bps, reason) = rate_of(&line).expect("an interval with the controller's rate");
+        seen.push((bps, reason.clone()));
+        if !lifted {
+            assert!(bps <= 16e6 * 1.001, "{bps} b/s under a 16M cap: {seen:?}");
+            if reason == "cap" {
+                std::fs::write(&limits, "64M\n").unwrap();
+                lifted = true;
+            }
+        } else if bps > 32e6 {
+            assert!(bps <= 64e6 * 1.001, "{bps} b/s under a 64M cap: {seen:?}");
+            above = true;
+        }
+    }
+    let code = wait(&mut bench, T);
+    assert_eq!(code, Some(0), "{seen:?}");
+    assert!(lifted, "never held at the cap: {seen:?}");
+    assert!(above, "the lifted cap never showed: {seen:?}");
+    let end: serde_json::Value = serde_json::from_str(&end.expect("end object")).unwrap();
+    assert_eq!(end["data"]["verified"], true);
+    r.finish(T);
+}
+
+#[test]
+fn a_bad_rate_file_or_a_receiving_end_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = dir.path().join("limits");
+    std::fs::write(&limits, "fast\n").unwrap();
+    let f = limits.to_str().unwrap();
+    let (code, out, err) = run(&["bench", "127.0.0.1:9", "--rate-file", f], T);
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--rate-file") && err.contains("fast"), "{err}");
+    let missing = dir.path().join("none-such");
+    let (code, _, err) = run(
+        &[
+            "send",
+            f,
+            "127.0.0.1:9",
+            "--rate-file",
+            missing.to_str().unwrap(),
+        ],
+        T,
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    std::fs::write(&limits, "10M\n").unwrap();
+    let (code, _, err) = run(&["get", "127.0.0.1:9", "x", "--rate-file", f], T);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("recv --serve"), "{err}");
+}
