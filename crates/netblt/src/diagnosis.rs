@@ -117,6 +117,9 @@ pub(crate) struct LimitInputs {
     pub(crate) fixed: bool,
     /// The most the sender could pace: the negotiated burst rate (`--rate`).
     pub(crate) cap_bps: f64,
+    /// The cap the application set while the transfer ran (`--rate-file`,
+    /// R27), the last one, when below `cap_bps`.
+    pub(crate) live_cap_bps: Option<f64>,
     /// RFC 1030's steady throughput.
     pub(crate) achieved_bps: f64,
     /// Where the loop's time went.
@@ -205,11 +208,17 @@ impl LimitInputs {
             .and_then(|r| r.min_rtt)
             .or(st.srtt)
             .map(|d| d.as_secs_f64() * 1e3);
+        let cap_bps = f64::from(report.burst_size) * f64::from(report.packet_size) * 8.0 * 1e3
+            / f64::from(report.burst_interval_ms.max(1));
         LimitInputs {
             sender,
             fixed: sender && rate.is_none(),
-            cap_bps: f64::from(report.burst_size) * f64::from(report.packet_size) * 8.0 * 1e3
-                / f64::from(report.burst_interval_ms.max(1)),
+            cap_bps,
+            live_cap_bps: conn
+                .rate_limits()
+                .and_then(|l| l.max_bps)
+                .map(|m| m as f64)
+                .filter(|&m| m < cap_bps),
             // A receiver has no steady throughput (RFC 1030's SPEED is the
             // sender's): its real throughput, then.
             achieved_bps: report
@@ -382,13 +391,24 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
         ));
     }
     if cap >= MOSTLY {
-        d.fig("cap_bps", i.cap_bps);
         d.fig("cap_share", cap);
+        let what = match i.live_cap_bps {
+            Some(live) => {
+                d.fig("cap_bps", live);
+                format!(
+                    "the rate limit set while it ran (--rate-file; the last: {})",
+                    rate(live)
+                )
+            }
+            None => {
+                d.fig("cap_bps", i.cap_bps);
+                format!("--rate (the cap: {})", rate(i.cap_bps))
+            }
+        };
         return Some(d.say(
             Limit::RateCap,
             format!(
-                "limited by --rate (the cap: {}): the rate controller was held there {} of the time",
-                rate(i.cap_bps),
+                "limited by {what}: the rate controller was held there {} of the time",
                 pct(cap)
             ),
         ));
@@ -818,6 +838,15 @@ mod tests {
                 .starts_with("limited by --rate (the cap: 50 Mb/s)"),
             "{d}"
         );
+        // The same under a cap set while it ran (R27): that cap is named.
+        let live = LimitInputs {
+            live_cap_bps: Some(8e6),
+            ..i
+        };
+        let d = limit(&live);
+        assert_eq!(d.limit, Limit::RateCap);
+        assert!(d.message.contains("--rate-file; the last: 8 Mb/s"), "{d}");
+        assert_eq!(d.figures["cap_bps"], 8e6);
     }
 
     #[test]

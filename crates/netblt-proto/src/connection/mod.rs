@@ -487,6 +487,11 @@ impl Connection {
         }
     }
 
+    /// The limits last given to [`set_rate_limits`](Self::set_rate_limits).
+    pub fn rate_limits(&self) -> Option<RateLimits> {
+        self.limits
+    }
+
     /// Data receiver: gives storage back for reuse (optional).
     pub fn recycle(&mut self, storage: Vec<u8>) {
         if let DataPart::Receiver(r) = &mut self.data {
