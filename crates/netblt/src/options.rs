@@ -298,9 +298,10 @@ pub struct ReceiverOptions {
     /// Encryption and authentication (issue 11); see
     /// [`SendOptions::security`].
     pub security: crate::Security,
-    /// Rate limits for the files this end serves ([`serve`](Self::serve),
-    /// `get`), each transfer on its own, changeable while they run
-    /// (decision R27). Default none.
+    /// Rate limits for all the files this end serves together
+    /// ([`serve`](Self::serve), `get`): split max-min fairly among the
+    /// transfers running, changeable while they run (decision R27).
+    /// Default none.
     pub rate_control: Option<crate::RateControl>,
 }
 

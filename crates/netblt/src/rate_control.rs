@@ -22,8 +22,10 @@ use crate::driver::Waker;
 /// policies' floor. Neither goes above the rate negotiated at OPEN (RFC 998
 /// lets a sender make the parameters "more restrictive", never less), so
 /// leave [`SendOptions::rate`](crate::SendOptions::rate) unset to keep
-/// headroom. A data receiver (`get`) ignores them. Each transfer is limited
-/// on its own, not all together.
+/// headroom. A data receiver (`get`) ignores them. A serving
+/// [`Receiver`](crate::Receiver) splits them among all the transfers it
+/// serves, max-min fairly (each gets what it can use, the rest shared
+/// equally, split again four times a second).
 ///
 /// ```
 /// let control = netblt::RateControl::new();

@@ -45,9 +45,10 @@ pub struct RecvArgs {
     /// Let peers fetch files under --dir (`netblt get`, READ mode).
     #[arg(long)]
     pub serve: bool,
-    /// With --serve: limit each file served while it runs, from a file
-    /// holding `MAX [MIN]` (`20M`; `none`), re-read whenever it changes;
-    /// see `netblt send --help`
+    /// With --serve: limit all the files served together (shared fairly
+    /// among the transfers running), from a file holding `MAX [MIN]`
+    /// (`20M`; `none`), re-read whenever it changes; see `netblt send
+    /// --help`
     #[arg(long, value_name = "FILE", requires = "serve")]
     pub rate_file: Option<std::path::PathBuf>,
     /// Overwrite existing files (a bundle's too; an existing directory is

@@ -41,6 +41,7 @@ pub(crate) mod passive;
 pub(crate) mod poll;
 pub(crate) mod rx;
 pub(crate) mod secure;
+pub(crate) mod share;
 pub(crate) mod socket;
 pub(crate) mod tx;
 

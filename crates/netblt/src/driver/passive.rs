@@ -15,6 +15,7 @@ use super::poll::{wait, Waker};
 use super::rx::RxBuffers;
 use super::secure::passive::PassiveSecurity;
 use super::secure::{kind, ports, refused, Rx, IS_INSECURE, OPEN, PROTECTED};
+use super::share::Share;
 use super::socket::NetSocket;
 use super::tx::TxQueue;
 use super::Application;
@@ -81,8 +82,8 @@ pub(crate) struct PassiveOptions {
     pub(crate) config: Config,
     /// Encrypted mode (issue 11): see `driver::secure`.
     pub(crate) security: crate::security::Security,
-    /// Rate limits for the transfers this end sends (`get`), changed while
-    /// they run (R27).
+    /// Rate limits for all the transfers this end sends (`get`) together,
+    /// changed while they run (R27).
     pub(crate) rate_control: Option<crate::RateControl>,
 }
 
@@ -157,23 +158,13 @@ pub(crate) fn run_passive<S: Service>(
     let mut want_write = false;
     let mut keep_going = true;
     let mut stopping = false;
-    let mut limits_seen = 0;
-    let mut limits = None;
-    if let Some(rc) = &opts.rate_control {
+    let mut share = opts.rate_control.clone().map(|rc| {
         rc.attach(&waker);
-    }
+        Share::new(rc)
+    });
     loop {
-        if let Some(l) = opts
-            .rate_control
-            .as_ref()
-            .and_then(|rc| rc.changed(&mut limits_seen))
-        {
-            limits = Some(l);
-            for h in ep.handles() {
-                if let Some(c) = ep.connection_mut(h) {
-                    c.set_rate_limits(l);
-                }
-            }
+        if let Some(sh) = share.as_mut() {
+            sh.update(&mut ep, std::time::Instant::now());
         }
         let mut drained = false;
         for _ in 0..MAX_RX_ROUNDS {
@@ -223,8 +214,8 @@ pub(crate) fn run_passive<S: Service>(
                 match service.incoming(&inc, &waker) {
                     Ok(a) => match ep.accept(inc.clone(), a.config, a.response, now) {
                         Ok(h) => {
-                            if let (Some(l), Some(c)) = (limits, ep.connection_mut(h)) {
-                                c.set_rate_limits(l);
+                            if let Some(sh) = share.as_mut() {
+                                sh.admit(&mut ep, h);
                             }
                             size_recv_buffer(
                                 s,
