@@ -158,6 +158,7 @@ pub fn run_one(n: usize, load: f64, duration_s: f64, seed: u64) -> anyhow::Resul
             start_s: start_offset(i),
             stop_s: None,
             size_bytes: None,
+            limits: Vec::new(),
         })
         .collect();
     let scenario = Scenario {

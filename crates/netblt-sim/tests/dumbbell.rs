@@ -31,6 +31,7 @@ fn tcp(name: &str, cfg: TcpConfig, rtt_ms: f64, start_s: f64) -> FlowSpec {
         start_s,
         stop_s: None,
         size_bytes: None,
+        limits: Vec::new(),
     }
 }
 
@@ -155,6 +156,7 @@ fn same_seed_same_report_other_seed_other_report() {
             tcp("newreno", reno(), 60.0, 1.0),
             FlowSpec {
                 size_bytes: Some(2_000_000),
+                limits: Vec::new(),
                 ..tcp("sized", TcpConfig::default(), 20.0, 0.5)
             },
         ],
@@ -256,6 +258,7 @@ fn netblt_at_a_fixed_rate_above_the_bottleneck_starves_tcp() {
         start_s: 4.0,
         stop_s: None,
         size_bytes: None,
+        limits: Vec::new(),
     };
     let s = scenario(
         12.0,
@@ -299,6 +302,7 @@ fn a_sized_netblt_transfer_alone_completes_verified() {
         start_s: 0.5,
         stop_s: None,
         size_bytes: Some(5_000_000),
+        limits: Vec::new(),
     };
     let s = scenario(10.0, bottleneck(20_000_000, 100_000), vec![netblt]);
     let r = run_dumbbell(&s).unwrap();

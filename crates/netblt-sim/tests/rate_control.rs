@@ -50,6 +50,7 @@ fn netblt(name: &str, policy: PolicySpec, rtt_ms: f64, start_s: f64) -> FlowSpec
         start_s,
         stop_s: None,
         size_bytes: None,
+        limits: Vec::new(),
     }
 }
 
@@ -64,6 +65,7 @@ fn cubic(rtt_ms: f64, start_s: f64) -> FlowSpec {
         start_s,
         stop_s: None,
         size_bytes: None,
+        limits: Vec::new(),
     }
 }
 
@@ -340,4 +342,35 @@ fn lost_feedbacks_leave_the_short_path_full() {
         lossy / 1e6
     );
     assert!(lossy > 0.99 * clean, "{lossy} against {clean}");
+}
+
+/// R27: the application caps a fair flow at a quarter of the path for a
+/// while, then lifts the cap: held under it, then back near the path's rate
+/// within a second (STARTUP again).
+#[test]
+fn a_cap_set_while_running_holds_the_flow_and_lifting_it_gives_the_path_back() {
+    use netblt_sim::dumbbell::LimitStepSpec;
+    let mut f = netblt("fair", PolicySpec::Fair, 50.0, 0.0);
+    f.limits = vec![
+        LimitStepSpec {
+            at_s: 4.0,
+            max_bps: Some(C / 4),
+            min_bps: 0,
+        },
+        LimitStepSpec {
+            at_s: 8.0,
+            max_bps: None,
+            min_bps: 0,
+        },
+    ];
+    let r = run(12.0, bottleneck(125_000, 0.0), vec![f]);
+    let path = C as f64 * PAYLOAD;
+    let before = goodput(&r, 0, 2.0, 4.0);
+    let capped = goodput(&r, 0, 5.0, 8.0);
+    let after = goodput(&r, 0, 9.0, 12.0);
+    println!("before {before:.0}, capped {capped:.0}, after {after:.0}");
+    assert!(before > 0.9 * path, "{before}");
+    assert!(capped <= C as f64 / 4.0 * 1.01, "{capped} under a C/4 cap");
+    assert!(capped > C as f64 / 4.0 * 0.9, "{capped}: far under the cap");
+    assert!(after > 0.9 * path, "{after} after the cap lifted");
 }

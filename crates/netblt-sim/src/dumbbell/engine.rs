@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use netblt_link::{DropReason, Link, LinkConfig};
-use netblt_proto::{Config, Connection, Instant, Mode};
+use netblt_proto::{Config, Connection, Instant, Mode, RateLimits};
 use netblt_wire::PacketType;
 
 use super::report::{BottleneckReport, DumbbellReport, FlowDrops, FlowReport};
@@ -45,6 +45,8 @@ struct Pkt {
 enum Ev {
     Start(usize),
     Stop(usize),
+    /// Flow `.0`'s application sets the limits `limits[.1]` (R27).
+    Limit(usize, usize),
     Sample,
     /// A host's timer (end = 2 * flow + side); stale unless `generation`
     /// is the host's current one.
@@ -180,6 +182,10 @@ struct Flow {
     ended_at: Option<Instant>,
     netblt_cfg: Option<(Config, Config)>,
     packet_size: u64,
+    /// The application's rate limits over time (NETBLT senders).
+    limits: Vec<(Instant, RateLimits)>,
+    /// The last limits set before the sender existed, for its start.
+    pending_limits: Option<RateLimits>,
     // Measurements.
     delivered_series: Vec<u64>,
     cwnd_series: Vec<u64>,
@@ -294,6 +300,19 @@ impl Dumbbell {
                 ended_at: None,
                 netblt_cfg,
                 packet_size,
+                limits: f
+                    .limits
+                    .iter()
+                    .map(|l| {
+                        let at = instant(Duration::from_secs_f64(l.at_s));
+                        let limits = RateLimits {
+                            min_bps: l.min_bps,
+                            max_bps: l.max_bps,
+                        };
+                        (at, limits)
+                    })
+                    .collect(),
+                pending_limits: None,
                 delivered_series: Vec::new(),
                 cwnd_series: Vec::new(),
                 last_delivered: 0,
@@ -311,6 +330,9 @@ impl Dumbbell {
             queue.push(f.start, Ev::Start(i));
             if let Some(stop) = f.stop {
                 queue.push(stop, Ev::Stop(i));
+            }
+            for (k, &(at, _)) in f.limits.iter().enumerate() {
+                queue.push(at, Ev::Limit(i, k));
             }
         }
         queue.push(instant(interval), Ev::Sample);
@@ -391,6 +413,21 @@ impl Dumbbell {
                     }
                 }
             }
+            Ev::Limit(i, k) => {
+                let Some(f) = self.flows.get_mut(i) else {
+                    return;
+                };
+                let Some(&(_, l)) = f.limits.get(k) else {
+                    return;
+                };
+                match &mut f.agents[0] {
+                    Agent::NetSend(n) => n.conn.set_rate_limits(l),
+                    _ => f.pending_limits = Some(l),
+                }
+                if f.active {
+                    self.service(2 * i);
+                }
+            }
             Ev::Sample => self.sample(),
             Ev::Timer { end, generation } => {
                 let (i, side) = (end / 2, end % 2);
@@ -449,7 +486,7 @@ impl Dumbbell {
                 let size = f.size.unwrap_or(1 << 50);
                 let stream = derive_seed(seed, 1000 + i as u64);
                 let uid = (derive_seed(seed, 2000 + i as u64) as u32) | 1;
-                let Ok(conn) = Connection::connect(
+                let Ok(mut conn) = Connection::connect(
                     snd,
                     Mode::Write,
                     uid,
@@ -461,6 +498,9 @@ impl Dumbbell {
                 ) else {
                     return;
                 };
+                if let Some(l) = f.pending_limits.take() {
+                    conn.set_rate_limits(l);
+                }
                 f.agents = [
                     Agent::NetSend(Box::new(SenderNode::new(conn, stream, size))),
                     Agent::NetRecv(Box::new(ReceiverNode::new(rcv, PORT_B, stream))),

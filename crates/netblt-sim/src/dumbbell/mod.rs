@@ -33,6 +33,6 @@ mod scenario;
 pub use engine::{run_dumbbell, run_dumbbell_with, Dumbbell};
 pub use report::{BottleneckReport, DumbbellReport, FlowDrops, FlowReport};
 pub use scenario::{
-    AqmSpec, BottleneckSpec, FlowKind, FlowSpec, NetbltSpec, PolicySpec, RateStepSpec, Scenario,
-    ScenarioError,
+    AqmSpec, BottleneckSpec, FlowKind, FlowSpec, LimitStepSpec, NetbltSpec, PolicySpec,
+    RateStepSpec, Scenario, ScenarioError,
 };

@@ -136,6 +136,24 @@ pub struct FlowSpec {
     /// Bytes to move; `None` = until stopped or the run ends.
     #[serde(default)]
     pub size_bytes: Option<u64>,
+    /// NETBLT flows: rate limits the application sets while the flow runs
+    /// (`Connection::set_rate_limits`, decision R27), in time order.
+    #[serde(default)]
+    pub limits: Vec<LimitStepSpec>,
+}
+
+/// At `at_s`, the sending application limits its rate (R27).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitStepSpec {
+    /// Seconds from the start of the run.
+    pub at_s: f64,
+    /// Pace at most this (bits/s of data); absent: the negotiated rate.
+    #[serde(default)]
+    pub max_bps: Option<u64>,
+    /// Pace at least this (adaptive policies).
+    #[serde(default)]
+    pub min_bps: u64,
 }
 
 /// The protocol of a flow.
@@ -441,6 +459,18 @@ impl Scenario {
                 if stop < f.start_s {
                     return bad(format!("flow {i}: stop_s is before start_s"));
                 }
+            }
+            for l in &f.limits {
+                secs("limits.at_s", l.at_s)?;
+                if l.max_bps == Some(0) {
+                    return bad(format!("flow {i}: a limit's max_bps must be positive"));
+                }
+            }
+            if f.limits.windows(2).any(|w| w[1].at_s < w[0].at_s) {
+                return bad(format!("flow {i}: limits must be in time order"));
+            }
+            if !f.limits.is_empty() && matches!(f.kind, FlowKind::Tcp(_)) {
+                return bad(format!("flow {i}: limits apply to NETBLT flows only"));
             }
             match &f.kind {
                 FlowKind::Tcp(cfg) => {
