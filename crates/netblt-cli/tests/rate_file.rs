@@ -68,6 +68,7 @@ fn a_rate_file_holds_a_bench_under_it_and_a_new_value_applies_while_it_runs() {
     assert!(above, "the lifted cap never showed: {seen:?}");
     let end: serde_json::Value = serde_json::from_str(&end.expect("end object")).unwrap();
     assert_eq!(end["data"]["verified"], true);
+    assert_eq!(end["data"]["rate"]["limit_max_bps"], 64_000_000, "{end}");
     r.finish(T);
 }
 

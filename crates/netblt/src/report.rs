@@ -67,6 +67,12 @@ pub struct RateReport {
     pub noise_loss: f64,
     /// Rate cuts for congestion.
     pub congestion_events: u64,
+    /// The last maximum the application set while the transfer ran
+    /// (`--rate-file`, [`RateControl`](crate::RateControl); decision R27),
+    /// bits/s of data; `None` when it set none.
+    pub limit_max_bps: Option<u64>,
+    /// The last minimum it set, when not 0.
+    pub limit_min_bps: Option<u64>,
 }
 
 /// The result of one transfer, whichever end and direction.
@@ -272,6 +278,8 @@ impl TransferReport {
                 last_rtt_ms: r.last_rtt.map(|d| d.as_secs_f64() * 1e3),
                 noise_loss: r.noise_loss,
                 congestion_events: r.congestion_events,
+                limit_max_bps: conn.rate_limits().and_then(|l| l.max_bps),
+                limit_min_bps: conn.rate_limits().map(|l| l.min_bps).filter(|&m| m > 0),
             }),
             limit: None,
             resumed_from: t.resumed_from.filter(|&f| f > 0),
