@@ -1,6 +1,7 @@
 //! The public API end to end on loopback: a receiver bound with
 //! `Receiver::bind`, files sent with `send_file`/`send_dir`/`send_reader`,
-//! fetched with `get`, data handed to a callback; every byte checked.
+//! fetched with `get`, data handed to a callback; every byte checked; a
+//! serving receiver's rate limit shared by its transfers.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -197,4 +198,56 @@ fn a_handler_refusing_is_a_transfer_error() {
     // A refused OPEN never became a transfer; the endpoint counted it.
     let s = h.join().unwrap();
     assert_eq!((s.transfers, s.junk.refused), (0, 1));
+}
+
+/// `RateControl` on a serving receiver (decision R27): the limit is for all
+/// the files it serves together, split among the transfers running.
+#[test]
+fn a_serving_receivers_limit_is_shared_by_the_transfers_it_serves() {
+    let src = tempfile::tempdir().unwrap();
+    let files: Vec<Vec<u8>> = (0..2).map(|i| data(1_000_000, 11 + i)).collect();
+    for (i, f) in files.iter().enumerate() {
+        std::fs::write(src.path().join(format!("f{i}")), f).unwrap();
+    }
+    let control = netblt::RateControl::new();
+    control.set_max_rate(Some(8_000_000));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut opts = ReceiverOptions::new();
+    opts.serve = true;
+    opts.stop = Some(Arc::clone(&stop));
+    opts.rate_control = Some(control.clone());
+    let rx = Receiver::bind(loopback(), opts).unwrap();
+    let addr = rx.local_addr();
+    let dir = src.path().to_path_buf();
+    let server = std::thread::spawn(move || rx.serve_dir(dir).unwrap());
+
+    let out = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let gets: Vec<_> = (0..2)
+        .map(|i| {
+            let dest = out.path().join(format!("got{i}"));
+            std::thread::spawn(move || {
+                let mut o = SendOptions::new().with_rate(200_000_000);
+                o.params.buffer_size = 64 * 1024;
+                netblt::get(addr, &format!("f{i}"), &dest, &o)
+            })
+        })
+        .collect();
+    let reports: Vec<_> = gets.into_iter().map(|g| g.join().unwrap()).collect();
+    let took = started.elapsed();
+    for (i, r) in reports.iter().enumerate() {
+        let r = r.as_ref().expect("get");
+        assert!(r.succeeded() && r.verified, "{r:?}");
+        let got = std::fs::read(out.path().join(format!("got{i}"))).unwrap();
+        assert!(got == files[i], "file {i} differs");
+    }
+    // 16 Mbit at 8 Mb/s in all: two seconds at least (each on its own
+    // under the limit, side by side, would take one). A lower bound: a
+    // loaded machine only makes it longer.
+    assert!(
+        took >= std::time::Duration::from_millis(1_800),
+        "2 MB in {took:?} under an 8 Mb/s limit for both"
+    );
+    stop.store(true, Ordering::Relaxed);
+    server.join().unwrap();
 }

@@ -47,8 +47,7 @@ impl Waker {
         };
     }
 
-    /// Whether a wake-up was pending (it is cleared). For tests.
-    #[cfg(test)]
+    /// Whether a wake-up was pending (it is cleared).
     pub(crate) fn take(&self) -> bool {
         let mut v: u64 = 0;
         // SAFETY: reads at most 8 bytes into a live u64; non-blocking.
@@ -63,15 +62,7 @@ impl Waker {
     }
 
     fn drain(&self) {
-        let mut v: u64 = 0;
-        // SAFETY: reads at most 8 bytes into a live u64; non-blocking.
-        let _ = unsafe {
-            libc::read(
-                self.fd.as_raw_fd(),
-                (&mut v as *mut u64).cast(),
-                std::mem::size_of::<u64>(),
-            )
-        };
+        let _ = self.take();
     }
 }
 
