@@ -99,4 +99,8 @@ fn a_bad_rate_file_or_a_receiving_end_is_one_line_and_exit_2() {
     let (code, _, err) = run(&["get", "127.0.0.1:9", "x", "--rate-file", f], T);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("recv --serve"), "{err}");
+    // A receiver sends only what it serves.
+    let (code, _, err) = run(&["recv", "--sink", "--rate-file", f], T);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--serve"), "{err}");
 }
