@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use netblt_proto::{Config, Connection, ConnectionError, Event, Instant};
+use netblt_proto::{Config, Connection, ConnectionError, Event, Instant, RateLimits};
 use netblt_wire::{ControlMessage, ControlWriter};
 use netblt_wire::{Packet, Repr};
 use rand::{RngCore, SeedableRng};
@@ -21,6 +21,8 @@ pub(crate) struct SenderNode {
     pub(crate) hash: blake3::Hasher,
     pub(crate) spare: Vec<Vec<u8>>,
     pub(crate) error: Option<ConnectionError>,
+    /// The application's rate limits to set, at their times (R27).
+    pub(crate) limits: VecDeque<(Instant, RateLimits)>,
 }
 
 impl SenderNode {
@@ -33,6 +35,7 @@ impl SenderNode {
             hash: blake3::Hasher::new(),
             spare: Vec::new(),
             error: None,
+            limits: VecDeque::new(),
         }
     }
 
@@ -71,7 +74,16 @@ impl Node for SenderNode {
         self.feed();
     }
     fn handle_timeout(&mut self, now: Instant) {
-        self.conn.handle_timeout(now);
+        let mut limited = false;
+        while let Some(&(_, l)) = self.limits.front().filter(|(at, _)| *at <= now) {
+            self.conn.set_rate_limits(l);
+            self.limits.pop_front();
+            limited = true;
+        }
+        // A wake-up for a limit alone is not the engine's timer.
+        if !limited || self.conn.poll_timeout().is_some_and(|t| t <= now) {
+            self.conn.handle_timeout(now);
+        }
         self.feed();
     }
     fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> bool {
@@ -85,7 +97,15 @@ impl Node for SenderNode {
         }
     }
     fn poll_timeout(&self) -> Option<Instant> {
-        self.conn.poll_timeout()
+        let next_limit = self
+            .limits
+            .front()
+            .map(|&(at, _)| at)
+            .filter(|_| !self.conn.is_closed());
+        match (self.conn.poll_timeout(), next_limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
     fn is_finished(&self) -> bool {
         self.conn.is_closed()

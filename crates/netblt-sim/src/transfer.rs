@@ -60,6 +60,10 @@ pub struct TransferSpec {
     /// own, as the 1987 implementation did before RFC 1030 §7's change
     /// (see `ReceiverNode::split_control`); `false`: the engine's packing.
     pub one_control_message_per_packet: bool,
+    /// Rate limits the sending application sets while the transfer runs
+    /// (`Connection::set_rate_limits`, decision R27): at each offset from
+    /// the start, in time order.
+    pub limits: Vec<(netblt_proto::Duration, netblt_proto::RateLimits)>,
 }
 
 impl TransferSpec {
@@ -78,6 +82,7 @@ impl TransferSpec {
             rate: None,
             data_timer: netblt_proto::DataTimerPolicy::Adaptive,
             one_control_message_per_packet: false,
+            limits: Vec::new(),
         }
     }
 
@@ -179,7 +184,12 @@ pub fn run_transfer(spec: &TransferSpec) -> Result<TransferReport, TransferError
         Vec::new(),
         Instant::ZERO,
     )?;
-    let a = SenderNode::new(conn, spec.seed ^ 0xda7a, spec.size);
+    let mut a = SenderNode::new(conn, spec.seed ^ 0xda7a, spec.size);
+    a.limits = spec
+        .limits
+        .iter()
+        .map(|&(at, l)| (Instant::ZERO + at, l))
+        .collect();
     let mut b = ReceiverNode::new(config, PORT_B, spec.seed ^ 0xda7a);
     b.one_message_per_packet = spec.one_control_message_per_packet;
     let mut sim = Simulation::new(a, b, spec.path.clone(), spec.seed)?;

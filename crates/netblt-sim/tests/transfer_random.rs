@@ -1,13 +1,14 @@
 //! Randomized NETBLT transfers over impaired simulated paths.
 //!
 //! Issue 2's correctness bar: with loss up to 50 %, reordering, duplication,
-//! corruption and control packets lost in both directions, every transfer
-//! ends byte-identical, or ends with a clear error from the death timer; it
-//! never hangs and never delivers a wrong byte. 1000 seeds run in the normal
+//! corruption and control packets lost in both directions, and rate limits
+//! changed while it runs, every transfer ends byte-identical, or ends with a
+//! clear error from the death timer; it never hangs and never delivers a
+//! wrong byte. 1000 seeds run in the normal
 //! suite; `cargo test -- --ignored` runs 20 000 with larger transfers.
 
 use netblt_link::{LinkConfig, LossModel};
-use netblt_proto::{Duration, PacingClock, Policy, RateConfig, TransferParams};
+use netblt_proto::{Duration, PacingClock, Policy, RateConfig, RateLimits, TransferParams};
 use netblt_sim::transfer::{run_transfer, TransferSpec};
 use netblt_sim::PathConfig;
 use rand::{Rng, SeedableRng};
@@ -91,6 +92,25 @@ fn random_spec(seed: u64, max_size: u64) -> TransferSpec {
             },
             ..RateConfig::default()
         });
+    }
+    // A third of the runs: the application changes its rate limits up to
+    // three times during the first two seconds (decision R27), caps from
+    // 50 kb/s up and lifted again, under either policy.
+    if rng.random_bool(0.3) {
+        let mut at = 0;
+        for _ in 0..rng.random_range(1..=3) {
+            at += rng.random_range(0..700_000u64);
+            let max_bps = rng
+                .random_bool(0.7)
+                .then(|| rng.random_range(50_000..200_000_000u64));
+            let min_bps = if rng.random_bool(0.2) {
+                rng.random_range(0..10_000_000u64)
+            } else {
+                0
+            };
+            spec.limits
+                .push((Duration::from_micros(at), RateLimits { min_bps, max_bps }));
+        }
     }
     spec
 }
@@ -217,4 +237,42 @@ fn more_than_four_gib() {
     assert!(r.verified, "{:?}", r.error);
     assert_eq!(r.delivered, size);
     assert!(r.sender.data_packets_sent > u64::from(u32::MAX) / 8000);
+}
+
+/// The limits a spec carries reach the engine: 200 kB capped at 800 kb/s
+/// from the start take two simulated seconds, and lifting the cap after
+/// half a second ends the transfer at once (the schedule is what the
+/// randomized runs above draw from).
+#[test]
+fn a_transfers_rate_limits_apply_at_their_times() {
+    let params = TransferParams {
+        packet_size: 1000,
+        buffer_size: 10_000,
+        burst_size: 10,
+        burst_interval_ms: 1,
+        max_buffers: 4,
+        checksum_data: true,
+    };
+    let cap = RateLimits {
+        min_bps: 0,
+        max_bps: Some(800_000),
+    };
+    let mut spec = TransferSpec::new(PathConfig::ideal(), params, 200_000);
+    spec.limits = vec![(Duration::ZERO, cap)];
+    let capped = run_transfer(&spec).expect("valid spec");
+    assert!(capped.verified);
+    assert!(
+        capped.sim_time_s > 1.9,
+        "{} s under the cap",
+        capped.sim_time_s
+    );
+    spec.limits
+        .push((Duration::from_millis(500), RateLimits::default()));
+    let lifted = run_transfer(&spec).expect("valid spec");
+    assert!(lifted.verified);
+    assert!(
+        lifted.sim_time_s < 0.7,
+        "{} s with the cap lifted",
+        lifted.sim_time_s
+    );
 }
