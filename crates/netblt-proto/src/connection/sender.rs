@@ -386,7 +386,7 @@ impl Sender {
             inflight_bytes: self.inflight_bytes(),
             packet_bytes: u32::from(self.params.packet_size),
             group_packets: u32::from(self.fb.group),
-            train_bps: (f.train_kbps > 0).then(|| f.train_kbps as f64 * 1000.0),
+            train_bps: (f.train_kbps > 0).then_some(f.train_kbps as f64 * 1000.0),
         };
         if let Some(r) = rec {
             let rtt = now.saturating_duration_since(r.at).saturating_sub(hold);
