@@ -128,7 +128,7 @@ f.msg_resend_packet = ProtoField.uint16("netblt.msg.resend_packet", "Missing Pac
 -- FEEDBACK (extension, type 12)
 f.fb_echo_buffer = ProtoField.uint32("netblt.fb.echo_buffer", "Echo Buffer Number", base.DEC)
 f.fb_echo_packet = ProtoField.uint16("netblt.fb.echo_packet", "Echo Packet Number", base.DEC)
-f.fb_train = ProtoField.uint16("netblt.fb.train", "Train Rate (encoded)", base.HEX)
+f.fb_flags = ProtoField.uint16("netblt.fb.flags", "Flags (reserved, 0)", base.HEX)
 f.fb_hold = ProtoField.uint32("netblt.fb.hold_time", "Hold Time (us)", base.DEC)
 f.fb_packets = ProtoField.uint32("netblt.fb.packets_arrived", "Data Packets Arrived",
     base.DEC)
@@ -703,15 +703,9 @@ local function dissect_packet(tvb, pinfo, root, off, avail, quoted)
         if have(FEEDBACK_LEN) then
             tree:add(f.fb_echo_buffer, tvb(off + 12, 4))
             tree:add(f.fb_echo_packet, tvb(off + 16, 2))
-            -- Train Rate (decision R29; reserved and zero before): an 11-bit
-            -- mantissa shifted left by the top 5 bits, kb/s; 0 = none.
-            local tr = tvb(off + 18, 2):uint()
-            local kbps = (tr % 2048) * 2 ^ math.floor(tr / 2048)
-            local ti = tree:add(f.fb_train, tvb(off + 18, 2))
-            if tr == 0 then
-                ti:append_text(" (none)")
-            else
-                ti:append_text(string.format(" (%.0f kb/s)", kbps))
+            local fi = tree:add(f.fb_flags, tvb(off + 18, 2))
+            if tvb(off + 18, 2):uint() ~= 0 then
+                fi:add_proto_expert_info(ef.mbz, "reserved FEEDBACK flags are not zero")
             end
             tree:add(f.fb_hold, tvb(off + 20, 4))
             tree:add(f.fb_packets, tvb(off + 24, 4))

@@ -117,11 +117,11 @@ fn hostile() -> impl Strategy<Value = Hostile> {
         .prop_map(Hostile::Control),
         (2u8..12).prop_map(Hostile::Simple),
         (
-            (0u32..8, any::<u16>(), any::<u32>(), any::<u64>()),
+            (0u32..8, any::<u16>(), any::<u32>()),
             (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>())
         )
-            .prop_map(
-                |((eb, ep, hold, train), (ap, ab, lost, seq))| Hostile::Feedback(FeedbackRepr {
+            .prop_map(|((eb, ep, hold), (ap, ab, lost, seq))| Hostile::Feedback(
+                FeedbackRepr {
                     echo_buffer: eb,
                     echo_packet: ep,
                     hold_us: hold,
@@ -129,9 +129,8 @@ fn hostile() -> impl Strategy<Value = Hostile> {
                     arrived_bytes: ab,
                     lost_packets: lost,
                     seq,
-                    train_kbps: train,
-                })
-            ),
+                }
+            )),
     ]
 }
 

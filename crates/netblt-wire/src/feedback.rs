@@ -17,7 +17,7 @@
 //! +---------------------------------------------------------------+
 //! |                      Echo Buffer Number                       |
 //! +-------------------------------+-------------------------------+
-//! |      Echo Packet Number       |          Train Rate           |
+//! |      Echo Packet Number       |       Flags (reserved, 0)     |
 //! +-------------------------------+-------------------------------+
 //! |                     Hold Time (microseconds)                  |
 //! +---------------------------------------------------------------+
@@ -32,15 +32,6 @@
 //! ```
 //!
 //! The cumulative counters wrap modulo 2^32; a reader takes differences.
-//!
-//! Train Rate (decision R29; the field was reserved and zero before, and a
-//! reader ignored it, so either side may be older): the data rate at which
-//! the latest run of back-to-back packets arrived, in kb/s of data, as an
-//! 11-bit mantissa shifted left by a 5-bit exponent (the top bits), rounded
-//! down; 0 when none was measured. Packets a sender releases together are
-//! spread by the path's slowest link, so the run's spacing shows that
-//! link's rate a round trip into a transfer, before the delivery rate can
-//! (UDT's and PCC's packet-pair estimate).
 
 use crate::field::{self, Field};
 use crate::{Error, FEEDBACK_LEN};
@@ -49,7 +40,7 @@ mod fields {
     use super::Field;
     pub(super) const ECHO_BUFFER: Field = 12..16;
     pub(super) const ECHO_PACKET: Field = 16..18;
-    pub(super) const TRAIN: Field = 18..20;
+    pub(super) const FLAGS: Field = 18..20;
     pub(super) const HOLD_US: Field = 20..24;
     pub(super) const ARRIVED_PACKETS: Field = 24..28;
     pub(super) const ARRIVED_BYTES: Field = 28..32;
@@ -75,31 +66,11 @@ pub struct FeedbackRepr {
     pub lost_packets: u32,
     /// One more for each FEEDBACK sent: the data sender ignores older ones.
     pub seq: u32,
-    /// The rate of the latest run of back-to-back packets, kb/s of data (0:
-    /// none). Sent rounded down to 11 significant bits
-    /// ([`encode_train_kbps`]).
-    pub train_kbps: u64,
-}
-
-/// `kbps` as the Train Rate field: an 11-bit mantissa and a 5-bit
-/// exponent, rounded down (within 1/1024 below), saturating.
-pub fn encode_train_kbps(kbps: u64) -> u16 {
-    let mut e = 0u32;
-    while e < 31 && (kbps >> e) >= 2048 {
-        e += 1;
-    }
-    let m = (kbps >> e).min(2047) as u16;
-    ((e as u16) << 11) | m
-}
-
-/// The Train Rate field's value in kb/s.
-pub fn decode_train_kbps(v: u16) -> u64 {
-    u64::from(v & 0x7ff) << (v >> 11)
 }
 
 impl FeedbackRepr {
     /// Parses a FEEDBACK body from `packet`, which must be exactly 40 bytes
-    /// ([`Error::BadLength`] otherwise).
+    /// ([`Error::BadLength`] otherwise). The reserved flags are ignored.
     pub fn parse(packet: &[u8]) -> Result<Self, Error> {
         if packet.len() != FEEDBACK_LEN {
             return Err(Error::BadLength);
@@ -112,7 +83,6 @@ impl FeedbackRepr {
             arrived_bytes: field::get_u32(packet, fields::ARRIVED_BYTES),
             lost_packets: field::get_u32(packet, fields::LOST_PACKETS),
             seq: field::get_u32(packet, fields::SEQ),
-            train_kbps: decode_train_kbps(field::get_u16(packet, fields::TRAIN)),
         })
     }
 
@@ -123,7 +93,7 @@ impl FeedbackRepr {
         }
         field::set_u32(packet, fields::ECHO_BUFFER, self.echo_buffer);
         field::set_u16(packet, fields::ECHO_PACKET, self.echo_packet);
-        field::set_u16(packet, fields::TRAIN, encode_train_kbps(self.train_kbps));
+        field::zero(packet, fields::FLAGS);
         field::set_u32(packet, fields::HOLD_US, self.hold_us);
         field::set_u32(packet, fields::ARRIVED_PACKETS, self.arrived_packets);
         field::set_u32(packet, fields::ARRIVED_BYTES, self.arrived_bytes);
@@ -141,7 +111,7 @@ mod tests {
 
     #[rustfmt::skip]
     const FEEDBACK: [u8; 40] = [
-        0x2a, 0xbf,             // checksum (whole packet)
+        0x60, 0x8b,             // checksum (whole packet)
         0x01,                   // version 1
         0x0c,                   // type 12 FEEDBACK
         0x00, 0x28,             // length 40
@@ -150,7 +120,7 @@ mod tests {
         0x00, 0x00,             // padding
         0x00, 0x00, 0x00, 0x03, // echo buffer 3
         0x00, 0x07,             // echo packet 7
-        0x35, 0xcc,             // train: 1484 << 6 kb/s
+        0x00, 0x00,             // flags
         0x00, 0x00, 0x01, 0xf4, // hold 500 us
         0x00, 0x00, 0x10, 0x00, // 4096 packets arrived
         0x00, 0x57, 0x80, 0x00, // 5_734_400 bytes arrived
@@ -171,34 +141,9 @@ mod tests {
                 arrived_bytes: 5_734_400,
                 lost_packets: 9,
                 seq: 42,
-                train_kbps: 94_976,
             }),
         };
-        check_exact(&FEEDBACK, &p, 40, 0x2abf);
-    }
-
-    #[test]
-    fn train_rate_is_rounded_down_to_eleven_bits() {
-        assert_eq!(encode_train_kbps(0), 0);
-        assert_eq!(decode_train_kbps(encode_train_kbps(2047)), 2047);
-        assert_eq!(encode_train_kbps(95_000), 0x35cc);
-        assert_eq!(decode_train_kbps(0x35cc), 94_976);
-        for k in [
-            1u64,
-            2048,
-            99_999,
-            1_000_000,
-            40_000_000,
-            u64::from(u32::MAX),
-        ] {
-            let d = decode_train_kbps(encode_train_kbps(k));
-            assert!(
-                d <= k && d as f64 >= k as f64 * (1.0 - 1.0 / 1024.0),
-                "{k} -> {d}"
-            );
-        }
-        // Beyond 2047 << 31 kb/s it saturates.
-        assert_eq!(decode_train_kbps(encode_train_kbps(u64::MAX)), 2047 << 31);
+        check_exact(&FEEDBACK, &p, 40, 0x608b);
     }
 
     #[test]

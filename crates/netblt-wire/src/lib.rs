@@ -94,7 +94,7 @@ pub use control::{
 };
 pub use data::{emit_data, emit_data_header, DataRepr, NullAckRepr};
 pub use error::Error;
-pub use feedback::{decode_train_kbps, encode_train_kbps, FeedbackRepr};
+pub use feedback::FeedbackRepr;
 pub use header::{Header, PacketType};
 pub use open::{Mode, OpenRepr};
 pub use packet::{Packet, Repr};

@@ -386,7 +386,6 @@ impl Sender {
             inflight_bytes: self.inflight_bytes(),
             packet_bytes: u32::from(self.params.packet_size),
             group_packets: u32::from(self.fb.group),
-            train_bps: (f.train_kbps > 0).then_some(f.train_kbps as f64 * 1000.0),
         };
         if let Some(r) = rec {
             let rtt = now.saturating_duration_since(r.at).saturating_sub(hold);
@@ -438,25 +437,15 @@ impl Sender {
     /// over the time a buffer stays outstanding, a quarter more and two
     /// spare (the one being filled, the one being read), at least
     /// `min_buffers`, at most the negotiated count. Until a buffer has been
-    /// OK'd, a buffer is taken to stay out two round trips, once the
-    /// controller has one (R29); before that, `min_buffers`.
+    /// OK'd nothing is known: `min_buffers`.
     pub(crate) fn buffer_target(&self) -> usize {
         let max = usize::from(self.params.max_buffers);
         let Some(floor) = self.min_buffers else {
             return max;
         };
         let floor = usize::from(floor).min(max);
-        let life = match self.outstanding {
-            Some(life) => life,
-            // The first OK comes two round trips and more after the first
-            // packet (its LDATA's trip, the OK's, and a RESEND's round when
-            // a packet was lost): 3.7 s at 1.8 s. A start that reaches the
-            // path's rate in the second round trip (R29) was held to 32
-            // buffers in flight until then (11 Mb/s of 95 for 0.9 s).
-            None => match self.rate.as_ref().and_then(|r| r.state().min_rtt) {
-                Some(rtt) => rtt * 2,
-                None => return floor,
-            },
+        let Some(life) = self.outstanding else {
+            return floor;
         };
         let bps = self
             .rate

@@ -142,10 +142,6 @@ pub struct RateSample {
     /// Packets the pacer releases back to back (its group): they reach the
     /// bottleneck together and queue there briefly whatever the rate.
     pub group_packets: u32,
-    /// The rate at which the receiver saw a run of back-to-back packets
-    /// arrive (FEEDBACK's Train Rate, bits/s of data; decision R29): the
-    /// path's slowest link, a round trip into the transfer.
-    pub train_bps: Option<f64>,
 }
 
 /// Why the rate is what it is, for progress bars and JSON.

@@ -47,10 +47,6 @@ const PROBE_RTT_TIME: Duration = Duration::from_millis(200);
 const PROBE_RTT_INTERVAL: Duration = Duration::from_secs(5);
 /// STARTUP's gain: 2/ln 2 doubles the delivery rate every round (BBR).
 const STARTUP_GAIN: f64 = 2.885;
-/// STARTUP takes this share of the receiver's train rate (R29)...
-const TRAIN_SHARE: f64 = 0.5;
-/// ...in its first round trips only.
-const TRAIN_ROUNDS: u64 = 3;
 const DRAIN_GAIN: f64 = 1.0 / STARTUP_GAIN;
 /// The first probe's gain: small, so that a probe finding nothing queues
 /// only a tenth of a round trip.
@@ -865,23 +861,6 @@ impl RateController for Model {
                 self.bw.update(self.bw_round, adj);
             }
         }
-        // R29: a round trip in, the spread of the first back-to-back
-        // packets shows the path's rate; STARTUP takes half of it at once
-        // instead of doubling up to it round by round (a start from 10 Mb/s
-        // on a 100 Mb/s path spent its second and third round trips at 57
-        // and 68). Half: a receiver that timestamps packets in batches
-        // overstates the rate, and at twice the truth half of it is still
-        // the path's rate, where STARTUP's own last round trip goes anyway
-        // (in flight held to two bandwidth-delay products). Not in
-        // `background`, which starts gently on purpose.
-        if self.phase == Phase::Startup && !self.background && self.round <= TRAIN_ROUNDS {
-            if let Some(t) = s.train_bps.filter(|t| t.is_finite() && *t > 0.0) {
-                let est = TRAIN_SHARE * t;
-                if self.bw.get().is_none_or(|b| est > b) {
-                    self.bw.update(self.bw_round, est);
-                }
-            }
-        }
         if self.phase == Phase::Startup && self.round >= 2 {
             // HyStart++ (RFC 9406 §4.2): leave slow start as soon as a round
             // trip grows by clamp(base/8, 4 ms, 16 ms), not a round later:
@@ -1021,7 +1000,6 @@ mod tests {
             inflight_bytes: 100_000,
             packet_bytes: 1400,
             group_packets: 8,
-            train_bps: None,
         }
     }
 
@@ -1645,32 +1623,5 @@ mod tests {
         capped.set_limits(1e9, 10e6);
         assert!(capped.pacing_bps() <= 10e6, "{}", capped.pacing_bps());
         assert!(capped.min_bps <= capped.max_bps);
-    }
-
-    /// R29: in STARTUP's first round trips a FEEDBACK's train rate lifts
-    /// the estimate to half of it at once; later, and in `background`, it
-    /// is ignored.
-    #[test]
-    fn startup_takes_half_the_train_rate() {
-        let mut m = fair();
-        let mut s = sample(100_000, 100_000, 28e6);
-        s.train_bps = Some(96e6);
-        m.on_sample(&s);
-        assert_eq!(m.bw.get(), Some(48e6));
-        assert!(m.pacing_bps() >= 2.8 * 48e6, "{}", m.pacing_bps());
-        let config = RateConfig {
-            policy: Policy::Background,
-            ..RateConfig::default()
-        };
-        let mut b = Model::new(&config, 10e9, true, 1);
-        b.on_sample(&s);
-        assert_eq!(b.bw.get(), Some(28e6));
-        // Cruising, a train rate changes nothing.
-        let (mut c, t) = cruising_alone(100_000);
-        let before = c.bw.get();
-        let mut s = sample(t + 5_000, 100_000, 96e6);
-        s.train_bps = Some(400e6);
-        c.on_sample(&s);
-        assert_eq!(c.bw.get(), before);
     }
 }
