@@ -39,6 +39,17 @@ impl SenderNode {
         }
     }
 
+    /// Sets the limits whose time has come; whether there were any.
+    pub(crate) fn apply_due_limits(&mut self, now: Instant) -> bool {
+        let mut limited = false;
+        while let Some(&(_, l)) = self.limits.front().filter(|(at, _)| *at <= now) {
+            self.conn.set_rate_limits(l);
+            self.limits.pop_front();
+            limited = true;
+        }
+        limited
+    }
+
     fn feed(&mut self) {
         while let Some(e) = self.conn.poll_event() {
             match e {
@@ -74,12 +85,7 @@ impl Node for SenderNode {
         self.feed();
     }
     fn handle_timeout(&mut self, now: Instant) {
-        let mut limited = false;
-        while let Some(&(_, l)) = self.limits.front().filter(|(at, _)| *at <= now) {
-            self.conn.set_rate_limits(l);
-            self.limits.pop_front();
-            limited = true;
-        }
+        let limited = self.apply_due_limits(now);
         // A wake-up for a limit alone is not the engine's timer.
         if !limited || self.conn.poll_timeout().is_some_and(|t| t <= now) {
             self.conn.handle_timeout(now);

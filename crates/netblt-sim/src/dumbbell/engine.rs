@@ -45,8 +45,6 @@ struct Pkt {
 enum Ev {
     Start(usize),
     Stop(usize),
-    /// Flow `.0`'s application sets the limits `limits[.1]` (R27).
-    Limit(usize, usize),
     Sample,
     /// A host's timer (end = 2 * flow + side); stale unless `generation`
     /// is the host's current one.
@@ -182,10 +180,9 @@ struct Flow {
     ended_at: Option<Instant>,
     netblt_cfg: Option<(Config, Config)>,
     packet_size: u64,
-    /// The application's rate limits over time (NETBLT senders).
+    /// The application's rate limits over time (NETBLT senders), handed
+    /// to the sender host when the flow starts.
     limits: Vec<(Instant, RateLimits)>,
-    /// The last limits set before the sender existed, for its start.
-    pending_limits: Option<RateLimits>,
     // Measurements.
     delivered_series: Vec<u64>,
     cwnd_series: Vec<u64>,
@@ -312,7 +309,6 @@ impl Dumbbell {
                         (at, limits)
                     })
                     .collect(),
-                pending_limits: None,
                 delivered_series: Vec::new(),
                 cwnd_series: Vec::new(),
                 last_delivered: 0,
@@ -330,9 +326,6 @@ impl Dumbbell {
             queue.push(f.start, Ev::Start(i));
             if let Some(stop) = f.stop {
                 queue.push(stop, Ev::Stop(i));
-            }
-            for (k, &(at, _)) in f.limits.iter().enumerate() {
-                queue.push(at, Ev::Limit(i, k));
             }
         }
         queue.push(instant(interval), Ev::Sample);
@@ -413,21 +406,6 @@ impl Dumbbell {
                     }
                 }
             }
-            Ev::Limit(i, k) => {
-                let Some(f) = self.flows.get_mut(i) else {
-                    return;
-                };
-                let Some(&(_, l)) = f.limits.get(k) else {
-                    return;
-                };
-                match &mut f.agents[0] {
-                    Agent::NetSend(n) => n.conn.set_rate_limits(l),
-                    _ => f.pending_limits = Some(l),
-                }
-                if f.active {
-                    self.service(2 * i);
-                }
-            }
             Ev::Sample => self.sample(),
             Ev::Timer { end, generation } => {
                 let (i, side) = (end / 2, end % 2);
@@ -486,7 +464,7 @@ impl Dumbbell {
                 let size = f.size.unwrap_or(1 << 50);
                 let stream = derive_seed(seed, 1000 + i as u64);
                 let uid = (derive_seed(seed, 2000 + i as u64) as u32) | 1;
-                let Ok(mut conn) = Connection::connect(
+                let Ok(conn) = Connection::connect(
                     snd,
                     Mode::Write,
                     uid,
@@ -498,11 +476,13 @@ impl Dumbbell {
                 ) else {
                     return;
                 };
-                if let Some(l) = f.pending_limits.take() {
-                    conn.set_rate_limits(l);
-                }
+                let mut node = SenderNode::new(conn, stream, size);
+                // The host applies them on its own timer (those already
+                // due, from its first packet).
+                node.limits = f.limits.iter().copied().collect();
+                node.apply_due_limits(now);
                 f.agents = [
-                    Agent::NetSend(Box::new(SenderNode::new(conn, stream, size))),
+                    Agent::NetSend(Box::new(node)),
                     Agent::NetRecv(Box::new(ReceiverNode::new(rcv, PORT_B, stream))),
                 ];
             }

@@ -164,7 +164,7 @@ pub(crate) fn run_passive<S: Service>(
     });
     loop {
         if let Some(sh) = share.as_mut() {
-            sh.update(&mut ep, std::time::Instant::now());
+            sh.update(&mut ep);
         }
         let mut drained = false;
         for _ in 0..MAX_RX_ROUNDS {

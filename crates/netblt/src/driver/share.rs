@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use netblt_proto::{Endpoint, RateLimits, RateReason, Role};
+use netblt_proto::{ConnectionHandle, Endpoint, RateLimits, RateReason, Role};
 
 use crate::RateControl;
 
@@ -37,6 +37,17 @@ pub(crate) fn split(total: f64, wants: &[Option<f64>]) -> Vec<f64> {
     out
 }
 
+/// The open connections on which this end sends data.
+fn sending(ep: &Endpoint) -> Vec<ConnectionHandle> {
+    ep.handles()
+        .into_iter()
+        .filter(|&h| {
+            ep.connection(h)
+                .is_some_and(|c| c.role() == Role::DataSender && !c.is_closed())
+        })
+        .collect()
+}
+
 /// The serving loop's side of a [`RateControl`].
 #[derive(Debug)]
 pub(crate) struct Share {
@@ -57,25 +68,19 @@ impl Share {
     }
 
     /// On every loop iteration: splits the limits again when they changed
-    /// or a quarter second passed (one atomic load otherwise).
-    pub(crate) fn update(&mut self, ep: &mut Endpoint, now: Instant) {
+    /// or a quarter second passed (one atomic load while none is set).
+    pub(crate) fn update(&mut self, ep: &mut Endpoint) {
         let changed = self.control.changed(&mut self.seen);
         if let Some(l) = changed {
             self.limits = Some(l);
         }
         let Some(l) = self.limits else { return };
+        let now = Instant::now();
         if changed.is_none() && now < self.next {
             return;
         }
         self.next = now + RESPLIT;
-        let senders: Vec<_> = ep
-            .handles()
-            .into_iter()
-            .filter(|&h| {
-                ep.connection(h)
-                    .is_some_and(|c| c.role() == Role::DataSender && !c.is_closed())
-            })
-            .collect();
+        let senders = sending(ep);
         let Some(total) = l.max_bps else {
             for &h in &senders {
                 if let Some(c) = ep.connection_mut(h) {
@@ -106,17 +111,9 @@ impl Share {
     }
 
     /// A transfer just accepted: until the next split, an equal share.
-    pub(crate) fn admit(&mut self, ep: &mut Endpoint, h: netblt_proto::ConnectionHandle) {
+    pub(crate) fn admit(&mut self, ep: &mut Endpoint, h: ConnectionHandle) {
         let Some(l) = self.limits else { return };
-        let n = ep
-            .handles()
-            .into_iter()
-            .filter(|&h| {
-                ep.connection(h)
-                    .is_some_and(|c| c.role() == Role::DataSender && !c.is_closed())
-            })
-            .count()
-            .max(1);
+        let n = sending(ep).len().max(1);
         let each = l.max_bps.map(|m| (m / n as u64).max(1));
         if let Some(c) = ep.connection_mut(h) {
             c.set_rate_limits(RateLimits {
