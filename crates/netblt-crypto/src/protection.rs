@@ -426,6 +426,12 @@ impl PacketProtection {
         self.seal_in_place(out, plain.len())
     }
 
+    /// The highest counter opened so far (`None` before the first): a caller can tell
+    /// whether the packet it just opened was the newest the peer has sent.
+    pub fn highest_opened(&self) -> Option<u64> {
+        self.window.highest()
+    }
+
     /// Opens a protected datagram `buf` in place. On success `buf[..n]` is the plaintext
     /// packet (header and decrypted body) and `n` is returned; on failure the bytes after the
     /// header may have been overwritten and must be dropped.

@@ -66,6 +66,8 @@ pub struct EndpointStats {
     pub refused: u64,
     /// OPENs with a second UID on a port pair in use (ABORT sent).
     pub rejected_uid: u64,
+    /// Connections moved to a new peer address ([`Endpoint::migrate`]).
+    pub migrated: u64,
 }
 
 /// Listens on one NETBLT port and serves many peers at once.
@@ -277,6 +279,34 @@ impl Endpoint {
     /// A connection's peer address.
     pub fn remote(&self, h: ConnectionHandle) -> Option<SocketAddr> {
         self.conns.get(h.0)?.as_ref().map(|(a, _)| *a)
+    }
+
+    /// Moves the connection with (`from`, `remote_port`) to the peer
+    /// address `to` (a NAT that rebound the peer's mapping, or a peer that
+    /// changed networks): datagrams from `to` reach it, and what it sends
+    /// goes there. RFC 998 keys a connection by its port pair, not by the
+    /// network address under it; the caller decides when an address change
+    /// is genuine (only an authenticated packet may move a connection, see
+    /// docs/security.md "Address changes"). Returns the connection moved;
+    /// `None` if there is none at `from`, or `to` already has one on that
+    /// port.
+    pub fn migrate(
+        &mut self,
+        from: SocketAddr,
+        remote_port: u16,
+        to: SocketAddr,
+    ) -> Option<ConnectionHandle> {
+        if from == to || self.index.contains_key(&(to, remote_port)) {
+            return None;
+        }
+        let i = self.index.remove(&(from, remote_port))?;
+        self.index.insert((to, remote_port), i);
+        if let Some(Some((addr, _))) = self.conns.get_mut(i) {
+            *addr = to;
+        }
+        self.last = None;
+        self.stats.migrated += 1;
+        Some(ConnectionHandle(i))
     }
 
     /// Every live connection.

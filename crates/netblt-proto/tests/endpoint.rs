@@ -168,3 +168,100 @@ fn serves_two_senders_and_counts_junk() {
     assert!(ep.stats().malformed > 0);
     assert!(ep.stats().stray > 0);
 }
+
+/// A sender whose address changes mid-transfer (a NAT rebinding its
+/// mapping): its packets from the new address are strays until the caller
+/// moves the connection there, then the transfer completes, every reply
+/// going to the new address; nothing reaches the old one afterwards.
+#[test]
+fn a_connection_moved_to_a_new_address_completes_there() {
+    let mut ep = Endpoint::new(config(), PORT);
+    let mut c = Client::new(3, 200_000);
+    let old = c.addr;
+    let new: SocketAddr = "203.0.113.7:61000".parse().unwrap();
+    let mut handle = None;
+    let mut received = Vec::new();
+    // (arrival, to the endpoint?, bytes)
+    let mut wire: Vec<(Instant, bool, Vec<u8>)> = Vec::new();
+    let delay = Duration::from_millis(1);
+    let mut now = Instant::ZERO;
+    let mut buf = vec![0u8; 70_000];
+    let (mut to_ep, mut strays_seen, mut after_move_to_old) = (0u64, 0u64, 0u64);
+    let mut moved = false;
+    for _ in 0..200_000u64 {
+        c.feed();
+        while let Some(n) = c.conn.poll_transmit(now, &mut buf) {
+            wire.push((now + delay, true, buf[..n].to_vec()));
+        }
+        while let Some((to, n)) = ep.poll_transmit(now, &mut buf) {
+            if moved && to == old {
+                after_move_to_old += 1;
+            }
+            if to == c.addr {
+                wire.push((now + delay, false, buf[..n].to_vec()));
+            }
+        }
+        if let Some(h) = handle {
+            if let Some(conn) = ep.connection_mut(h) {
+                while let Some(e) = conn.poll_event() {
+                    if let Event::BufferReceived { data, .. } = e {
+                        received.extend_from_slice(&data);
+                    }
+                }
+            }
+        }
+        let server_closed = handle.is_some_and(|h| ep.connection(h).is_none_or(|x| x.is_closed()));
+        if c.conn.is_closed() && server_closed && wire.is_empty() {
+            break;
+        }
+        let next = wire
+            .iter()
+            .map(|w| w.0)
+            .chain(c.conn.poll_timeout())
+            .chain(ep.poll_timeout())
+            .min();
+        let Some(next) = next else { break };
+        now = now.max(next);
+        let (due, later): (Vec<_>, Vec<_>) = wire.drain(..).partition(|w| w.0 <= now);
+        wire = later;
+        for (_, for_ep, bytes) in due {
+            if !for_ep {
+                c.conn.handle_datagram(now, &bytes);
+                continue;
+            }
+            to_ep += 1;
+            if to_ep == 40 {
+                // The mapping changes: from now on the sender's packets
+                // come from `new`, and what goes to `old` is lost.
+                c.addr = new;
+            }
+            if c.addr == new && !moved {
+                let before = ep.stats().stray;
+                assert!(ep.handle(now, new, &bytes).is_none());
+                assert_eq!(ep.stats().stray, before + 1, "unknown address: a stray");
+                strays_seen += 1;
+                if strays_seen == 3 {
+                    // What the secure layer does once a packet from `new`
+                    // opens with this connection's keys.
+                    assert_eq!(ep.migrate(old, 5003, new), handle);
+                    assert_eq!(ep.migrate(old, 5003, new), None, "already moved");
+                    assert_eq!(handle.and_then(|h| ep.remote(h)), Some(new));
+                    moved = true;
+                }
+                continue;
+            }
+            if let Some(DatagramEvent::NewConnection(inc)) = ep.handle(now, c.addr, &bytes) {
+                handle = Some(ep.accept(inc, None, b"ok".to_vec(), now).unwrap());
+            }
+        }
+        if c.conn.poll_timeout().is_some_and(|t| t <= now) {
+            c.conn.handle_timeout(now);
+        }
+        ep.handle_timeout(now);
+    }
+    assert!(moved);
+    assert_eq!(c.conn.result(), Some(&Ok(())));
+    assert!(received == c.data, "data differs");
+    assert_eq!(after_move_to_old, 0);
+    assert_eq!(ep.stats().migrated, 1);
+}

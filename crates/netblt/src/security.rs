@@ -131,6 +131,10 @@ pub struct SecurityReport {
     pub plaintext: u64,
     /// Other datagrams dropped (early, unexpected handshake messages).
     pub dropped: u64,
+    /// Times a peer's authenticated packets came from a new address (a NAT
+    /// that rebound its mapping, a host that changed networks) and its
+    /// session moved there (docs/security.md, "Address changes").
+    pub migrated: u64,
 }
 
 impl SecurityReport {

@@ -187,6 +187,12 @@ pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
             junk.malformed, junk.stray, junk.rejected_uid
         );
     }
+    if !a.json && junk.migrated > 0 {
+        eprintln!(
+            "netblt: {} transfer(s) followed their peer to a new address (NAT rebinding)",
+            junk.migrated
+        );
+    }
     Ok(match (&summary.last_error, a.once || a.stdout) {
         (Some(e), true) => exit::of(e),
         _ => exit::OK,

@@ -45,6 +45,10 @@ pub struct JunkCounts {
     /// Encrypted mode: handshake-layer counters (cookies, limits,
     /// amplification).
     pub flood: crate::FloodCounts,
+    /// Not junk, but counted with it: connections that followed their
+    /// peer to a new address (a NAT that rebound its mapping; encrypted
+    /// mode only, docs/security.md "Address changes").
+    pub migrated: u64,
 }
 
 /// What the listener's owner decides.
@@ -100,6 +104,7 @@ fn junk(ep: &Endpoint, sec: Option<&PassiveSecurity>) -> JunkCounts {
         stray: s.stray,
         refused: s.refused,
         rejected_uid: s.rejected_uid,
+        migrated: s.migrated,
         ..JunkCounts::default()
     };
     if let Some(sec) = sec {
@@ -201,6 +206,17 @@ pub(crate) fn run_passive<S: Service>(
                         Rx::Drop => continue,
                     },
                 };
+                if let Some(sc) = sec.as_mut() {
+                    // A peer's new address (NAT rebinding): its session
+                    // moved; its engine connection and ours follow.
+                    for (old, port, new) in sc.take_moves() {
+                        if let Some(h) = ep.migrate(old, port, new) {
+                            if let Some(l) = live.get_mut(&h.0) {
+                                l.peer = new;
+                            }
+                        }
+                    }
+                }
                 let Some(DatagramEvent::NewConnection(inc)) = ep.handle(now, from, d) else {
                     continue;
                 };

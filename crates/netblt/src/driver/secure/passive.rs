@@ -24,7 +24,7 @@
 //!    connection of the receiver's service (threads, files).
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant, SystemTime};
 
 use netblt_crypto::handshake::message::{MessageError, FORMAT, MAX_MESSAGE_LEN};
@@ -79,6 +79,9 @@ struct Peer {
     /// A packet opened: the peer has the keys, its address is validated.
     proven: bool,
     holds_slot: bool,
+    /// The source whose connection-limit slot this peer holds: where its
+    /// handshake came from, whatever address its packets come from later.
+    slot_ip: IpAddr,
     code_mode: bool,
     /// XX and code mode (K20): the OPEN body, handed to the engine when
     /// FINISH arrives, and again if FINISH is repeated (our sealed RESPONSE
@@ -149,6 +152,9 @@ pub(crate) struct PassiveSecurity {
     /// and a legitimate peer's reply never waits behind a flood's backlog.
     stateless: VecDeque<(SocketAddr, Vec<u8>)>,
     aborts: Vec<(SocketAddr, String)>,
+    /// Sessions moved to a new peer address, for the driver to move their
+    /// engine connections too: (old address, NETBLT port, new address).
+    moved: Vec<(SocketAddr, u16, SocketAddr)>,
     fatal: Option<AppError>,
     last_log: Option<Instant>,
     pub(crate) flood: FloodCounts,
@@ -185,6 +191,7 @@ impl PassiveSecurity {
             outbox: VecDeque::new(),
             stateless: VecDeque::new(),
             aborts: Vec::new(),
+            moved: Vec::new(),
             fatal: None,
             last_log: None,
             flood: FloodCounts::default(),
@@ -269,7 +276,7 @@ impl PassiveSecurity {
     fn release(&mut self, key: PeerKey) {
         if let Some(p) = self.peers.get_mut(&key) {
             if std::mem::take(&mut p.holds_slot) {
-                self.limiter.release(key.0.ip());
+                self.limiter.release(p.slot_ip);
             }
         }
     }
@@ -376,6 +383,9 @@ impl PassiveSecurity {
                 Rx::Drop
             }
             (PROTECTED, _) => {
+                if !self.peers.contains_key(&key) {
+                    return self.opened_from_new_address(key, d);
+                }
                 let Some(p) = self.peers.get_mut(&key) else {
                     self.report.dropped += 1;
                     return Rx::Drop;
@@ -405,6 +415,65 @@ impl PassiveSecurity {
                 Rx::Drop
             }
         }
+    }
+
+    /// Sessions moved to a new address since the last call: (old address,
+    /// NETBLT port, new address). The driver moves the engine's connection.
+    pub(crate) fn take_moves(&mut self) -> Vec<(SocketAddr, u16, SocketAddr)> {
+        std::mem::take(&mut self.moved)
+    }
+
+    /// A protected packet from an address with no session: a peer whose NAT
+    /// rebound its mapping (or that changed networks) keeps its NETBLT
+    /// port, which is in the clear header, so it is tried against the
+    /// established sessions on that port (docs/security.md, "Address
+    /// changes"). The session moves only for a packet that opens with its
+    /// keys and is the newest it has accepted (the highest counter), as
+    /// WireGuard updates a peer's endpoint: a packet an attacker captured
+    /// and re-sent from elsewhere is a replay, and a race won with a fresh
+    /// one is undone by the peer's next packet. Forgeries move nothing and
+    /// cost one AEAD attempt per session on that port (usually one).
+    fn opened_from_new_address(&mut self, key: PeerKey, d: &mut [u8]) -> Rx {
+        let (from, port) = key;
+        let candidates: Vec<PeerKey> = self
+            .peers
+            .iter()
+            .filter(|(k, p)| k.1 == port && p.proven && matches!(p.state, State::Established(_)))
+            .map(|(k, _)| *k)
+            .collect();
+        for old in candidates {
+            let Some(p) = self.peers.get_mut(&old) else {
+                continue;
+            };
+            let State::Established(pr) = &mut p.state else {
+                continue;
+            };
+            let before = pr.highest_opened();
+            // A failed open may overwrite the body: try on a copy.
+            let mut trial = d.to_vec();
+            let Ok(n) = pr.open_in_place(&mut trial) else {
+                continue;
+            };
+            if pr.highest_opened() > before {
+                d[..n].copy_from_slice(&trial[..n]);
+                d[2] = PLAIN;
+                if let Some(peer) = self.peers.remove(&old) {
+                    self.peers.insert(key, peer);
+                    self.moved.push((old.0, port, from));
+                    self.report.migrated += 1;
+                    tracing::info!(%from, old = %old.0, "peer address changed; the session moved");
+                }
+                return Rx::Pass(n);
+            }
+            // Authentic but older than what came from the session's
+            // address: a reordered packet sent before the change, or a
+            // copy re-sent by someone else. It moves nothing, and the
+            // engine has no connection at this address to give it to.
+            self.report.dropped += 1;
+            return Rx::Drop;
+        }
+        self.report.dropped += 1;
+        Rx::Drop
     }
 
     fn handshake(&mut self, now: Instant, key: PeerKey, d: &[u8]) -> Rx {
@@ -551,6 +620,7 @@ impl PassiveSecurity {
                         since: now,
                         proven: false,
                         holds_slot: true,
+                        slot_ip: from.ip(),
                         code_mode,
                         deferred,
                         finish: None,
