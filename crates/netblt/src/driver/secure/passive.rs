@@ -139,6 +139,11 @@ pub(crate) struct PassiveSecurity {
     code: Option<netblt_crypto::OneTimeCode>,
     code_burnt: bool,
     peers: HashMap<PeerKey, Peer>,
+    /// The proven peers by their NETBLT port: where a packet from an
+    /// unknown address may belong (a peer whose NAT rebound it). Looked up
+    /// per such packet, so a flood of them costs a hash lookup, not a walk
+    /// over every peer.
+    by_port: HashMap<u16, Vec<PeerKey>>,
     limiter: ConnectionLimiter,
     cookies: CookieGenerator,
     fresh: InitiationFreshness,
@@ -184,6 +189,7 @@ impl PassiveSecurity {
             code,
             code_burnt: false,
             peers: HashMap::new(),
+            by_port: HashMap::new(),
             limiter: ConnectionLimiter::new(enc.limits),
             cookies: CookieGenerator::new(secs(epoch, epoch), &mut OsRandom),
             fresh: InitiationFreshness::new(FreshnessConfig::default()),
@@ -281,11 +287,21 @@ impl PassiveSecurity {
         }
     }
 
+    fn unindex(&mut self, k: PeerKey) {
+        if let Some(v) = self.by_port.get_mut(&k.1) {
+            v.retain(|x| *x != k);
+            if v.is_empty() {
+                self.by_port.remove(&k.1);
+            }
+        }
+    }
+
     /// The connection with this peer (address, NETBLT port) ended: forget
     /// it.
     pub(crate) fn forget(&mut self, addr: SocketAddr, port: u16) {
         let k = (addr, port);
         self.release(k);
+        self.unindex(k);
         if let Some(p) = self.peers.remove(&k) {
             if let State::Established(pr) = &p.state {
                 self.retired.add_protection(pr.stats());
@@ -324,6 +340,7 @@ impl PassiveSecurity {
                 }
             }
             self.release(k);
+            self.unindex(k);
             self.peers.remove(&k);
         }
     }
@@ -400,6 +417,7 @@ impl PassiveSecurity {
                         d[2] = PLAIN;
                         if !p.proven {
                             p.proven = true;
+                            self.by_port.entry(key.1).or_default().push(key);
                             p.amp.validate();
                             if let Some(h) = p.held.take() {
                                 self.outbox.push_back((from, h));
@@ -435,12 +453,7 @@ impl PassiveSecurity {
     /// cost one AEAD attempt per session on that port (usually one).
     fn opened_from_new_address(&mut self, key: PeerKey, d: &mut [u8]) -> Rx {
         let (from, port) = key;
-        let candidates: Vec<PeerKey> = self
-            .peers
-            .iter()
-            .filter(|(k, p)| k.1 == port && p.proven && matches!(p.state, State::Established(_)))
-            .map(|(k, _)| *k)
-            .collect();
+        let candidates = self.by_port.get(&port).cloned().unwrap_or_default();
         for old in candidates {
             let Some(p) = self.peers.get_mut(&old) else {
                 continue;
@@ -459,6 +472,8 @@ impl PassiveSecurity {
                 d[2] = PLAIN;
                 if let Some(peer) = self.peers.remove(&old) {
                     self.peers.insert(key, peer);
+                    self.unindex(old);
+                    self.by_port.entry(port).or_default().push(key);
                     self.moved.push((old.0, port, from));
                     self.report.migrated += 1;
                     tracing::info!(%from, old = %old.0, "peer address changed; the session moved");
