@@ -145,3 +145,68 @@ fn packets_larger_than_the_path_mtu_get_a_clear_error() {
         "namespace left behind"
     );
 }
+
+/// A NAT in front of the sender that rebinds its mapping every 0.3 s
+/// (`emu --nat-rebind`): the encrypted transfer follows the sender to each
+/// new port and the file arrives intact (decision K23).
+#[test]
+fn an_encrypted_send_survives_a_rebinding_nat() {
+    if !can_emulate() {
+        eprintln!("skipping: needs root and /dev/net/tun");
+        return;
+    }
+    common::test_keys();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("nat.bin");
+    let data: Vec<u8> = (0..8_000_000u32)
+        .map(|i| (i.wrapping_mul(2_246_822_519) >> 11) as u8)
+        .collect();
+    std::fs::write(&src, &data).unwrap();
+    let inbox = dir.path().join("inbox");
+    std::fs::create_dir(&inbox).unwrap();
+    let report = dir.path().join("recv.json");
+    let name = format!("n{}", std::process::id() % 100_000);
+    let right = format!(
+        "exec {BIN} recv --listen 0.0.0.0:9998 --dir {} --once --death-timer 5 --json > {}",
+        inbox.display(),
+        report.display()
+    );
+    let out = Command::new(BIN)
+        .args([
+            "emu",
+            "--name",
+            &name,
+            "--rate",
+            "50M",
+            "--delay",
+            "5",
+            "--nat-rebind",
+            "0.3",
+            "--json",
+        ])
+        .args(["--right", &right, "--"])
+        .args([
+            BIN,
+            "send",
+            src.to_str().unwrap(),
+            "198.18.0.2:9998",
+            "--death-timer",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "send failed: {stderr}");
+    let got = std::fs::read(inbox.join("nat.bin")).expect("file arrived");
+    assert!(got == data, "received file differs");
+    // The sender's own line comes first on stdout, then the emulator's JSON.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = stdout.find("\n{").map_or("", |i| &stdout[i + 1..]);
+    let emu: serde_json::Value = serde_json::from_str(json).expect("emu --json");
+    let rebinds = emu["nat"]["rebinds"].as_u64().unwrap();
+    let recv: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&report).unwrap().trim()).unwrap();
+    let migrated = recv["junk"]["migrated"].as_u64().unwrap();
+    assert!(rebinds >= 1, "{emu}");
+    assert!(migrated >= 1, "rebinds {rebinds}, {recv}");
+}

@@ -53,6 +53,10 @@ pub struct EmuConfig {
     /// Run the forwarding threads SCHED_FIFO so they wake on time on a busy
     /// host (otherwise nice -20). See the crate documentation.
     pub realtime: bool,
+    /// A NAT at the left edge that gives the left side's UDP flows new
+    /// source ports every this often, dropping what comes back to the old
+    /// ones (`--nat-rebind`; module `nat`). `None`: no NAT.
+    pub nat_rebind: Option<std::time::Duration>,
 }
 
 impl EmuConfig {
@@ -66,6 +70,7 @@ impl EmuConfig {
             ipv6: false,
             seed: 1,
             realtime: true,
+            nat_rebind: None,
         }
     }
 

@@ -118,8 +118,15 @@ impl Emulation {
         let right_handle = netns::open(&right_ns)?;
         let left_tun = setup_side(&cfg, &left_ns, &left_handle, Side::Left)?;
         let right_tun = setup_side(&cfg, &right_ns, &right_handle, Side::Right)?;
-        let forwarder = Forwarder::start(left_tun, right_tun, forward, reverse, cfg.realtime)
-            .map_err(|e| EmuError::io("starting the forwarder threads", e))?;
+        let forwarder = Forwarder::start(
+            left_tun,
+            right_tun,
+            forward,
+            reverse,
+            cfg.realtime,
+            cfg.nat_rebind,
+        )
+        .map_err(|e| EmuError::io("starting the forwarder threads", e))?;
         partial.defuse();
         tracing::info!("emulation {} up: {left_ns} <-> {right_ns}", cfg.name);
         Ok(Emulation {
@@ -199,6 +206,7 @@ impl Emulation {
         };
         if let Some(fwd) = &self.forwarder {
             (stats.forward, stats.reverse) = fwd.snapshot();
+            stats.nat = fwd.nat_stats();
             stats.elapsed_s = fwd.elapsed_s();
         }
         stats.judge();
@@ -221,6 +229,7 @@ impl Emulation {
         if let Some(mut fwd) = self.forwarder.take() {
             fwd.halt();
             (stats.forward, stats.reverse) = fwd.snapshot();
+            stats.nat = fwd.nat_stats();
             stats.elapsed_s = fwd.elapsed_s();
             // The devices still exist while the forwarder holds their fds.
             let left = read_tx_dropped(&self.left_ns);

@@ -76,6 +76,12 @@ pub struct LinkKnobs {
     /// Seed of the link models' random choices.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// A NAT in front of the left side that gives its UDP flows new source
+    /// ports every SECS seconds (fractions allowed) and drops what comes back
+    /// to the old ones, as a NAT that rebinds its mappings does; left ports
+    /// below 20000 are forwarded unchanged.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub nat_rebind: Option<Duration>,
 }
 
 impl LinkKnobs {
@@ -146,6 +152,9 @@ impl LinkKnobs {
         if let Some(s) = self.seed {
             cfg.seed = s;
         }
+        if let Some(p) = self.nat_rebind {
+            cfg.nat_rebind = Some(p);
+        }
         Ok(())
     }
 }
@@ -166,6 +175,18 @@ fn read_trace(path: &std::path::Path) -> Result<DeliveryTrace, EmuError> {
         .map_err(|e| EmuError::io(format!("reading trace {}", path.display()), e))?;
     DeliveryTrace::parse(&text)
         .map_err(|e| EmuError::Knob(format!("trace {}: {e}", path.display())))
+}
+
+/// Parses a positive number of seconds: `5`, `0.5`.
+pub(crate) fn parse_secs(text: &str) -> Result<Duration, String> {
+    let v: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !v.is_finite() || v <= 0.0 || v > 1e6 {
+        return Err(format!("{text:?}: give a number of seconds above 0"));
+    }
+    Ok(Duration::from_secs_f64(v))
 }
 
 /// Splits a number from an SI suffix (k, M, G, T; case-insensitive, decimal).

@@ -81,6 +81,7 @@ mod emulation;
 mod error;
 mod forwarder;
 mod knobs;
+mod nat;
 mod netns;
 mod signals;
 mod stats;
@@ -97,6 +98,7 @@ pub use knobs::{
     parse_bytes, parse_frames, parse_gilbert, parse_ms, parse_prob, parse_rate, LinkKnobs,
     DEFAULT_REORDER_DELAY,
 };
+pub use nat::NatStats;
 pub use signals::{cleanup_all, install_signal_cleanup, interrupted};
 pub use stats::{
     DirStats, EmuStats, LatenessHistogram, TxDropped, LATENESS_BOUNDS_NS, PER_SECOND_LIMIT,

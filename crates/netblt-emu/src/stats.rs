@@ -236,6 +236,8 @@ pub struct EmuStats {
     pub forward: DirStats,
     /// Right to left.
     pub reverse: DirStats,
+    /// The rebinding NAT's counters (`--nat-rebind`), if there is one.
+    pub nat: Option<crate::NatStats>,
     /// Final `tx_dropped` of both TUN devices; `None` while running.
     pub tx_dropped: Option<TxDropped>,
     /// True when the run cannot be trusted (non-zero `tx_dropped`, write errors).

@@ -13,8 +13,17 @@ use super::wait::{
     raise_priority, readable_within, tighten_timer_slack, Priority, SpinBudget, IDLE_WAIT,
     SPIN_SLICE, SPIN_WINDOW,
 };
+use crate::nat::Nat;
 use crate::stats::DirStats;
 use crate::tun::Tun;
+
+/// Which edge of the NAT a direction crosses: left to right packets are
+/// translated as they are read (the NAT is before the link), right to left
+/// ones as they are delivered (after it).
+pub(super) enum NatSide {
+    Outbound(Arc<Nat>),
+    Inbound(Arc<Nat>),
+}
 
 /// Packets read in a row before checking for due writes, so a flood on the
 /// input cannot starve deliveries.
@@ -41,6 +50,7 @@ pub(super) struct Direction {
     queue: DeliveryQueue,
     realtime: bool,
     budget: SpinBudget,
+    nat: Option<NatSide>,
 }
 
 impl Direction {
@@ -64,7 +74,14 @@ impl Direction {
             queue: DeliveryQueue::default(),
             realtime,
             budget: SpinBudget::new(),
+            nat: None,
         }
+    }
+
+    /// With the NAT's translation at this direction's edge.
+    pub(super) fn with_nat(mut self, nat: Option<NatSide>) -> Self {
+        self.nat = nat;
+        self
     }
 
     pub(super) fn run(mut self) {
@@ -101,7 +118,10 @@ impl Direction {
                 Ok(n) => {
                     read_any = true;
                     let now = self.start.elapsed();
-                    if let Some(packet) = scratch.get(..n) {
+                    if let Some(packet) = scratch.get_mut(..n) {
+                        if let Some(NatSide::Outbound(nat)) = &self.nat {
+                            nat.outbound(now, packet);
+                        }
                         self.offer(now, packet);
                     }
                 }
@@ -136,6 +156,13 @@ impl Direction {
                 break;
             };
             let late = now.saturating_sub(due.at);
+            let mut due = due;
+            if let Some(NatSide::Inbound(nat)) = &self.nat {
+                if !nat.inbound(now, &mut due.packet) {
+                    self.queue.recycle(due.packet);
+                    continue;
+                }
+            }
             match self.dst.send(&due.packet) {
                 Ok(_) => self.stats.record_write(now, due.packet.len()),
                 // A flipped bit in the IP version nibble makes the TUN driver

@@ -22,9 +22,10 @@ use std::time::Instant;
 
 use netblt_link::Link;
 
+use crate::nat::{Nat, NatStats};
 use crate::stats::DirStats;
 use crate::tun::Tun;
-use direction::Direction;
+use direction::{Direction, NatSide};
 
 /// A running forwarder; dropping it stops the threads and closes both TUN
 /// devices (which destroys them).
@@ -34,6 +35,7 @@ pub(crate) struct Forwarder {
     forward: Arc<Mutex<DirStats>>,
     reverse: Arc<Mutex<DirStats>>,
     start: Instant,
+    nat: Option<Arc<Nat>>,
     /// Kept so the devices outlive the threads: their counters are read
     /// after [`halt`](Self::halt).
     _devices: [Arc<Tun>; 2],
@@ -41,14 +43,17 @@ pub(crate) struct Forwarder {
 
 impl Forwarder {
     /// Starts forwarding: `forward` shapes left -> right, `reverse` right -> left.
-    /// With `realtime`, the threads run SCHED_FIFO (see `wait::raise_priority`).
+    /// With `realtime`, the threads run SCHED_FIFO (see `wait::raise_priority`);
+    /// with `nat_rebind`, a rebinding NAT sits at the left edge (`crate::nat`).
     pub(crate) fn start(
         left: Tun,
         right: Tun,
         forward: Link,
         reverse: Link,
         realtime: bool,
+        nat_rebind: Option<std::time::Duration>,
     ) -> io::Result<Self> {
+        let nat = nat_rebind.map(|p| Arc::new(Nat::new(p)));
         let left = Arc::new(left);
         let right = Arc::new(right);
         let stop = Arc::new(AtomicBool::new(false));
@@ -61,6 +66,7 @@ impl Forwarder {
             forward: fwd_stats.clone(),
             reverse: rev_stats.clone(),
             start,
+            nat: nat.clone(),
             _devices: [left.clone(), right.clone()],
         };
         let jobs = [
@@ -70,11 +76,20 @@ impl Forwarder {
                 right.clone(),
                 forward,
                 fwd_stats,
+                nat.clone().map(NatSide::Outbound),
             ),
-            ("nb-emu-rev", right, left, reverse, rev_stats),
+            (
+                "nb-emu-rev",
+                right,
+                left,
+                reverse,
+                rev_stats,
+                nat.map(NatSide::Inbound),
+            ),
         ];
-        for (name, src, dst, link, shared) in jobs {
-            let dir = Direction::new(src, dst, link, start, stop.clone(), shared, realtime);
+        for (name, src, dst, link, shared, nat) in jobs {
+            let dir =
+                Direction::new(src, dst, link, start, stop.clone(), shared, realtime).with_nat(nat);
             // On failure `fwd` is dropped, which stops a thread already started.
             let handle = std::thread::Builder::new()
                 .name(name.to_owned())
@@ -82,6 +97,11 @@ impl Forwarder {
             fwd.threads.push(handle);
         }
         Ok(fwd)
+    }
+
+    /// What the NAT did, if there is one.
+    pub(crate) fn nat_stats(&self) -> Option<NatStats> {
+        self.nat.as_ref().map(|n| n.stats())
     }
 
     /// Seconds since forwarding started.
