@@ -27,7 +27,7 @@ import tempfile
 VERSION = 1
 T = dict(OPEN=0, RESPONSE=1, KEEPALIVE=2, QUIT=3, QUITACK=4, ABORT=5, DATA=6, LDATA=7,
          NULLACK=8, CONTROL=9, REFUSED=10, DONE=11, FEEDBACK=12)
-F_WRITE, F_C, F_F = 0x0001, 0x0002, 0x0004
+F_WRITE, F_C, F_F, F_O = 0x0001, 0x0002, 0x0004, 0x0008
 
 
 def checksum(data: bytes) -> int:
@@ -199,10 +199,11 @@ def cases():
         e.update(expect)
         c.append((desc, frame, caplen, e))
 
-    # A connection with F and C negotiated, so FEEDBACK and data checksums are expected.
-    add("OPEN with C and F", 17, A, P,
+    # A connection with F and C negotiated, so FEEDBACK and data checksums are expected
+    # (and O offered: a defined flag, not a reserved one).
+    add("OPEN with C, F and O", 17, A, P,
         open_pkt(T["OPEN"], A, P, 0xCAFEF00D, 65536, 3000, 1001 + 24, 4, 10, 30,
-                 F_WRITE | F_C | F_F, 2, b'{"v":1,"op":"sink","size":3000}'),
+                 F_WRITE | F_C | F_F | F_O, 2, b'{"v":1,"op":"sink","size":3000}'),
         types=[0], strings=['{"v":1,"op":"sink","size":3000}'])
     add("RESPONSE with C and F", 17, P, A,
         open_pkt(T["RESPONSE"], P, A, 0xCAFEF00D, 65536, 3000, 1001 + 24, 4, 10, 30,

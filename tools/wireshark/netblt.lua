@@ -76,8 +76,11 @@ f.flag_checksum = ProtoField.bool("netblt.flags.checksum", "C (data checksum)", 
     { "DATA data checksummed", "not checksummed" }, 0x0002)
 f.flag_feedback = ProtoField.bool("netblt.flags.feedback", "F (rate feedback)", 16,
     { "FEEDBACK offered/accepted", "not offered" }, 0x0004)
+f.flag_offers = ProtoField.bool("netblt.flags.offers", "O (receiver offers in OKs)", 16,
+    { "OKs carry the data receiver's own offer (its limit)", "OKs echo the sender's values" },
+    0x0008)
 f.open_flags_reserved = ProtoField.uint16("netblt.flags.reserved", "Reserved (MBZ)", base.HEX,
-    nil, 0xfff8)
+    nil, 0xfff0)
 f.max_outstanding = ProtoField.uint16("netblt.max_outstanding",
     "Maximum Outstanding Buffers", base.DEC)
 f.client = ProtoField.string("netblt.client", "Client String")
@@ -584,8 +587,9 @@ local function dissect_packet(tvb, pinfo, root, off, avail, quoted)
             fl:add(f.flag_mode, tvb(off + 32, 2))
             fl:add(f.flag_checksum, tvb(off + 32, 2))
             fl:add(f.flag_feedback, tvb(off + 32, 2))
+            fl:add(f.flag_offers, tvb(off + 32, 2))
             local r = fl:add(f.open_flags_reserved, tvb(off + 32, 2))
-            if math.floor(flags / 8) ~= 0 then
+            if math.floor(flags / 16) ~= 0 then
                 r:add_proto_expert_info(ef.mbz, "reserved flag bits are not zero")
             end
             tree:add(f.max_outstanding, tvb(off + 34, 2))

@@ -90,7 +90,8 @@ pub struct CommonFlags {
     /// `MAX [MIN]` in --rate's units (`20M`, `1.5G 100M`; `none`: no
     /// maximum), read at the start and whenever it changes (every 0.25 s),
     /// e.g. `echo 20M > FILE`. Never above the rate negotiated at OPEN
-    /// (--rate, or the default ceiling)
+    /// (--rate, or the default ceiling). On `get`, the maximum limits the
+    /// sending server: it goes in each OK (RFC 998 §4), a buffer later
     #[arg(long, value_name = "FILE")]
     pub rate_file: Option<std::path::PathBuf>,
     /// Print newline-delimited JSON while the transfer runs: one

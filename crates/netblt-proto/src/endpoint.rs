@@ -36,6 +36,9 @@ pub struct Incoming {
     pub mode: Mode,
     /// The active end offered the FEEDBACK extension (the F flag).
     pub rate_feedback: bool,
+    /// The O flag: the active end's receiver offers its own burst values in
+    /// OKs (R31).
+    pub receiver_offers: bool,
     /// Transfer size announced in OPEN (0 = not given).
     pub transfer_size: u32,
     /// The peer's death timer, seconds.
@@ -180,6 +183,7 @@ impl Endpoint {
                 },
                 mode: o.mode,
                 rate_feedback: o.rate_feedback,
+                receiver_offers: o.receiver_offers,
                 transfer_size: o.transfer_size,
                 death_timer_s: o.death_timer_s,
                 client: o.client.to_vec(),
@@ -225,6 +229,7 @@ impl Endpoint {
             checksum_data: incoming.offer.checksum_data,
             mode: incoming.mode,
             rate_feedback: incoming.rate_feedback,
+            receiver_offers: incoming.receiver_offers,
             max_outstanding: incoming.offer.max_buffers,
             client: &incoming.client,
         };

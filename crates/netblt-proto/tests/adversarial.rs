@@ -151,6 +151,7 @@ fn emit(h: &Hostile, from: u16, to: u16) -> Vec<u8> {
             WireMode::Read
         },
         rate_feedback: write,
+        receiver_offers: false,
         max_outstanding: nb,
         client: b"x",
     };
@@ -318,6 +319,7 @@ proptest! {
             burst_interval_ms: 1, death_timer_s: 3, checksum_data: false,
             mode: if write { WireMode::Write } else { WireMode::Read }, max_outstanding: 3, client: b"",
             rate_feedback: false,
+            receiver_offers: false,
         };
         let c = Connection::accept(config(), &open, 7000, 5000, vec![], Instant::ZERO).unwrap();
         abuse(c, &inputs, !write);

@@ -59,6 +59,13 @@ pub(crate) const FLAG_CHECKSUM_DATA: u16 = 0x0002;
 /// In an OPEN the active end offers the FEEDBACK extension; in a RESPONSE the
 /// passive end accepts it. A plain RFC 998 peer leaves it zero.
 pub(crate) const FLAG_RATE_FEEDBACK: u16 = 0x0004;
+/// The O bit (not in RFC 998 either): the data receiver's OKs carry its own
+/// offer of burst size and rate, at most what OPEN and RESPONSE agreed and
+/// lower to limit the sender (RFC 998 §4: "The receiving end sends burst
+/// size and burst rate values in its OK messages"), never an echo of the
+/// sender's NULL-ACK. Offered in an OPEN, accepted in a RESPONSE; a peer
+/// that leaves it zero echoes, as before.
+pub(crate) const FLAG_RECEIVER_OFFERS: u16 = 0x0008;
 
 /// The transfer mode (the M bit), seen from the active (opening) end: WRITE means the active
 /// end sends the data (notes §Z9).
@@ -103,6 +110,9 @@ pub struct OpenRepr<'a> {
     /// The F flag (an extension): FEEDBACK packets offered (OPEN) or
     /// accepted (RESPONSE). See `feedback.rs`.
     pub rate_feedback: bool,
+    /// The O flag (an extension): the data receiver's OKs offer its own
+    /// burst values (a limit on the sender), not an echo.
+    pub receiver_offers: bool,
     /// "maximum number of buffers that can be transferred before waiting for an OK message".
     pub max_outstanding: u16,
     /// The client string, without its NUL terminator and padding.
@@ -137,6 +147,7 @@ impl<'a> OpenRepr<'a> {
                 Mode::Read
             },
             rate_feedback: flags & FLAG_RATE_FEEDBACK != 0,
+            receiver_offers: flags & FLAG_RECEIVER_OFFERS != 0,
             max_outstanding: field::get_u16(packet, fields::MAX_OUTSTANDING),
             client,
         })
@@ -167,6 +178,9 @@ impl<'a> OpenRepr<'a> {
         if self.rate_feedback {
             flags |= FLAG_RATE_FEEDBACK;
         }
+        if self.receiver_offers {
+            flags |= FLAG_RECEIVER_OFFERS;
+        }
         field::set_u32(packet, fields::UID, self.uid);
         field::set_u32(packet, fields::BUFFER_SIZE, self.buffer_size);
         field::set_u32(packet, fields::TRANSFER_SIZE, self.transfer_size);
@@ -187,7 +201,7 @@ impl fmt::Display for OpenRepr<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "uid={:#010x} mode={} bufsize={} xfer={} pktsize={} burst={}/{}ms death={}s maxout={}{}{} client=\"{}\"",
+            "uid={:#010x} mode={} bufsize={} xfer={} pktsize={} burst={}/{}ms death={}s maxout={}{}{}{} client=\"{}\"",
             self.uid,
             self.mode,
             self.buffer_size,
@@ -199,6 +213,7 @@ impl fmt::Display for OpenRepr<'_> {
             self.max_outstanding,
             if self.checksum_data { " C" } else { "" },
             if self.rate_feedback { " F" } else { "" },
+            if self.receiver_offers { " O" } else { "" },
             self.client.escape_ascii(),
         )
     }
@@ -246,6 +261,7 @@ mod tests {
                 checksum_data: true,
                 mode: Mode::Write,
                 rate_feedback: false,
+                receiver_offers: false,
                 max_outstanding: 2,
                 client: b"ab",
             }),
@@ -294,6 +310,7 @@ mod tests {
                 checksum_data: false,
                 mode: Mode::Read,
                 rate_feedback: false,
+                receiver_offers: false,
                 max_outstanding: 1,
                 client: b"",
             }),
@@ -313,6 +330,24 @@ mod tests {
         };
         assert!(!o.checksum_data);
         assert_eq!(o.mode, Mode::Read);
+    }
+
+    #[test]
+    fn the_extension_flags_are_bits_2_and_3() {
+        for (fb, offers, byte) in [(true, false, 0x07), (false, true, 0x0b), (true, true, 0x0f)] {
+            let mut p = open_packet();
+            if let Repr::Open(o) = &mut p.repr {
+                o.rate_feedback = fb;
+                o.receiver_offers = offers;
+            }
+            let mut b = [0u8; 40];
+            p.emit(&mut b).unwrap();
+            assert_eq!(b[32..34], [0x00, byte], "F {fb} O {offers}");
+            let Repr::Open(o) = Packet::parse(&b).unwrap().repr else {
+                panic!("not an OPEN")
+            };
+            assert_eq!((o.rate_feedback, o.receiver_offers), (fb, offers));
+        }
     }
 
     #[test]

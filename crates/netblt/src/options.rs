@@ -163,7 +163,10 @@ pub struct SendOptions {
     /// a clone and call [`RateControl::set`](crate::RateControl::set).
     /// They apply to this end as a data sender ([`send_file`](crate::send_file),
     /// [`send_dir`](crate::send_dir), [`bench`](crate::bench), ...), never
-    /// above the rate negotiated at OPEN. Default none.
+    /// above the rate negotiated at OPEN; as a data receiver
+    /// ([`get`](crate::get)) the maximum goes to the sender in the burst
+    /// values of each OK (RFC 998 §4, decision R31) and holds it from the
+    /// next buffer on. Default none.
     pub rate_control: Option<crate::RateControl>,
     /// Encryption and authentication (issue 11). Default
     /// [`Security::Insecure`](crate::Security::Insecure) in the library
@@ -298,10 +301,11 @@ pub struct ReceiverOptions {
     /// Encryption and authentication (issue 11); see
     /// [`SendOptions::security`].
     pub security: crate::Security,
-    /// Rate limits for all the files this end serves together
-    /// ([`serve`](Self::serve), `get`): split max-min fairly among the
-    /// transfers running, changeable while they run (decision R27).
-    /// Default none.
+    /// Rate limits for all the transfers this end runs together, files it
+    /// serves to `get` (decision R27) and files or data it receives (its
+    /// maximum offered to each sender in its OKs, RFC 998 §4, decision
+    /// R31): split max-min fairly among the transfers running, changeable
+    /// while they run. Default none.
     pub rate_control: Option<crate::RateControl>,
 }
 

@@ -39,14 +39,6 @@ pub struct GetArgs {
 
 pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     default_sigpipe();
-    if a.common.rate_file.is_some() {
-        // RFC 998 gives the receiver only OPEN to limit the sender; the
-        // OKs' burst fields are echoes once the sender adapts (R27).
-        return Err(CliError::usage(
-            "--rate-file limits a sending end; `get` receives (give it to the serving `netblt recv --serve`, or use --rate)",
-        )
-        .into());
-    }
     let remote = resolve_host(&a.host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
     if a.output.as_deref() == Some(std::path::Path::new("-")) {
@@ -70,6 +62,9 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
         .into());
     }
     let mut opts = a.common.send_options(params);
+    // As the data receiver, its maximum goes to the sender in each OK
+    // (RFC 998 §4, R31).
+    opts.rate_control = a.common.rate_control()?;
     opts.auto_size = a.params.auto_size();
     opts.overwrite = a.force;
     opts.resume = a.resume;
@@ -110,6 +105,7 @@ fn to_stdout(
         return Err(CliError::usage("--json-stream writes standard output: not with -o -").into());
     }
     let mut opts = a.common.send_options(params);
+    opts.rate_control = a.common.rate_control()?;
     opts.auto_size = a.params.auto_size();
     let bar = a.common.live();
     bar.attach(&mut opts);

@@ -45,11 +45,12 @@ pub struct RecvArgs {
     /// Let peers fetch files under --dir (`netblt get`, READ mode).
     #[arg(long)]
     pub serve: bool,
-    /// With --serve: limit all the files served together (shared fairly
-    /// among the transfers running), from a file holding `MAX [MIN]`
-    /// (`20M`; `none`), re-read whenever it changes; see `netblt send
-    /// --help`
-    #[arg(long, value_name = "FILE", requires = "serve")]
+    /// Limit all the transfers running together, shared fairly among
+    /// them: files served to `get` (--serve) and data received (the
+    /// maximum is offered to each sender in its OKs, RFC 998 §4), from a
+    /// file holding `MAX [MIN]` (`20M`; `none`), re-read whenever it
+    /// changes; see `netblt send --help`
+    #[arg(long, value_name = "FILE")]
     pub rate_file: Option<std::path::PathBuf>,
     /// Overwrite existing files (a bundle's too; an existing directory is
     /// never replaced).

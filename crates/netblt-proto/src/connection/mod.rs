@@ -150,6 +150,9 @@ pub struct Connection {
     /// The FEEDBACK extension: offered (active end, before RESPONSE), then
     /// negotiated.
     feedback: bool,
+    /// The O flag negotiated: the data receiver's OKs offer its own burst
+    /// values (its limit on the sender), not an echo (R31).
+    offers: bool,
     /// Data sender: the receiver's DONE came before its last OK did
     /// (reordered, or the OK lost): that OK then ends the connection at
     /// once (decision R26).
@@ -228,6 +231,8 @@ impl Connection {
             .unwrap_or(0);
         c.client = client;
         c.feedback = c.config.rate_feedback;
+        // Offered always: a data receiver's OKs carry its own offer (R31).
+        c.offers = true;
         c.pending.open = true;
         c.open_attempts = 0;
         c.open_interval = c.config.open_retry;
@@ -270,6 +275,7 @@ impl Connection {
         c.client = client;
         c.peer_death = Duration::from_secs(u64::from(open.death_timer_s.max(1)));
         c.feedback = c.config.rate_feedback && open.rate_feedback;
+        c.offers = open.receiver_offers;
         c.pending.response = true;
         c.start_transfer(now, open.client.to_vec());
         Ok(c)
@@ -323,6 +329,7 @@ impl Connection {
             peer_confirmed: false,
             peer_done: false,
             feedback: false,
+            offers: false,
             limits: None,
         }
     }
@@ -337,6 +344,7 @@ impl Connection {
                 if self.feedback {
                     s.enable_rate_control(&self.config, self.uid);
                 }
+                s.receiver_offers = self.offers;
                 if let Some(l) = self.limits {
                     s.set_limits(l);
                 }
@@ -356,6 +364,10 @@ impl Connection {
             Role::DataReceiver => {
                 let mut r = Receiver::new(self.params, &self.config);
                 r.feedback.enabled = self.feedback;
+                r.offers = self.offers;
+                if let Some(l) = self.limits {
+                    r.set_cap(l.max_bps);
+                }
                 DataPart::Receiver(Box::new(r))
             }
         };
@@ -478,12 +490,22 @@ impl Connection {
     /// (RFC 998 §4 lets the sender make the parameters "more restrictive",
     /// never less). Under RFC 998's fixed rate a cap below the negotiated
     /// rate is the rate, and the NULL-ACK tells the receiver. Set before
-    /// the connection opens, the limits apply from its first packet. Has no
-    /// effect on a data receiver.
+    /// the connection opens, the limits apply from its first packet.
+    ///
+    /// Data receiver (R31): `limits.max_bps` goes to the sender in the burst
+    /// values of each OK (RFC 998 §4), when the peer negotiated the O flag
+    /// (this engine always does; a plain RFC 998 sender gets echoes and is
+    /// not limited); it takes effect a buffer and half a round trip later.
+    /// `min_bps` is ignored.
     pub fn set_rate_limits(&mut self, limits: RateLimits) {
         self.limits = Some(limits);
-        if let DataPart::Sender(s) = &mut self.data {
-            s.set_limits(limits);
+        match &mut self.data {
+            DataPart::Sender(s) => s.set_limits(limits),
+            // RFC 998 §4: "The receiving end sends burst size and burst rate
+            // values in its OK messages" (R31); the minimum is the sender's
+            // business.
+            DataPart::Receiver(r) => r.set_cap(limits.max_bps),
+            _ => {}
         }
     }
 
@@ -748,6 +770,7 @@ impl Connection {
         }
         self.params = answer;
         self.feedback = self.feedback && r.rate_feedback;
+        self.offers = self.offers && r.receiver_offers;
         // "each end transmits its death-timeout value in seconds in either the
         // OPEN or the RESPONSE packet": this is the passive end's own value.
         self.peer_death = Duration::from_secs(u64::from(r.death_timer_s.max(1)));

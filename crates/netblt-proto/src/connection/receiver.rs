@@ -101,6 +101,12 @@ impl GapEstimator {
 
 pub(crate) struct Receiver {
     params: TransferParams,
+    /// The O flag negotiated: OKs carry our own offer (R31), not an echo.
+    pub(crate) offers: bool,
+    /// The burst agreed at OPEN: what an offer without a limit gives.
+    agreed: (u16, u16),
+    /// The application's limit on the sender, bits/s (R31).
+    cap_bps: Option<u64>,
     full: u32,
     next_go: u32,
     bufs: VecDeque<RecvBuffer>,
@@ -150,6 +156,9 @@ impl Receiver {
     pub(crate) fn new(params: TransferParams, config: &Config) -> Self {
         Receiver {
             params,
+            offers: false,
+            agreed: (params.burst_size, params.burst_interval_ms),
+            cap_bps: None,
             full: params.packets_per_buffer(),
             next_go: 1,
             bufs: VecDeque::new(),
@@ -191,6 +200,38 @@ impl Receiver {
         {
             v.clear();
             self.recycled.push(v);
+        }
+    }
+
+    /// The application's limit on the sender (R31): offered in later OKs.
+    pub(crate) fn set_cap(&mut self, max_bps: Option<u64>) {
+        self.cap_bps = max_bps;
+    }
+
+    /// The burst values our OKs carry. RFC 998 §4: "The receiving end sends
+    /// burst size and burst rate values in its OK messages"; the sender
+    /// may only make them "more restrictive". With the O flag they are our
+    /// offer: the burst agreed at OPEN, or the application's limit when it
+    /// is lower. Without it, an echo of what the sender told us last (its
+    /// NULL-ACK), as a receiver with nothing to say does.
+    fn ok_burst(&self) -> (u16, u16) {
+        if !self.offers {
+            return (self.params.burst_size, self.params.burst_interval_ms);
+        }
+        let psz = self.params.packet_size;
+        let rate = |(size, ms): (u16, u16)| {
+            f64::from(size) * f64::from(psz) * 8000.0 / f64::from(ms.max(1))
+        };
+        match self.cap_bps {
+            Some(cap) => {
+                let capped = TransferParams::burst_for_rate(cap.max(1), psz);
+                if rate(capped) < rate(self.agreed) {
+                    capped
+                } else {
+                    self.agreed
+                }
+            }
+            None => self.agreed,
         }
     }
 
@@ -552,8 +593,7 @@ impl Receiver {
         stats: &mut Stats,
         mut deliver: impl FnMut(u32, Vec<u8>, bool),
     ) {
-        let burst_size = self.params.burst_size;
-        let interval = self.params.burst_interval_ms;
+        let (burst_size, interval) = self.ok_burst();
         // Deliver in order.
         for b in self.bufs.iter_mut() {
             if b.delivered {

@@ -126,6 +126,16 @@ pub(crate) struct Sender {
     agreed: (u16, u16),
     /// The application's rate cap while the transfer runs (R27), bits/s.
     user_cap: Option<f64>,
+    /// The application's minimum rate (adaptive policies), bits/s.
+    user_min: f64,
+    /// The receiver's OKs carry its own offer (the O flag negotiated at
+    /// OPEN), not an echo: a rate below the agreed one is its limit (R31).
+    pub(crate) receiver_offers: bool,
+    /// The rate the OPEN and RESPONSE agreed, bits/s: an offer at or above
+    /// it limits nothing.
+    open_bps: f64,
+    /// The receiver's limit from its latest OK, bits/s (R31).
+    peer_cap: Option<f64>,
     /// The application has set limits: OKs' burst values are then echoes
     /// of what our NULL-ACKs told the receiver, as under a controller.
     app_limits: bool,
@@ -202,6 +212,10 @@ impl Sender {
             min_interval_ms: limits.burst_interval_ms,
             agreed: (params.burst_size, params.burst_interval_ms),
             user_cap: None,
+            user_min: 0.0,
+            receiver_offers: false,
+            open_bps: params.rate_bps(),
+            peer_cap: None,
             app_limits: false,
             null_ack_pending: false,
             receiver_control_timer_ms: 0,
@@ -657,6 +671,22 @@ impl Sender {
     /// support. Again, it may then modify any of the parameters, but only by
     /// making them more restrictive."
     fn renegotiate(&mut self, burst_size: u16, interval_ms: u16) {
+        if self.receiver_offers {
+            // The receiver's own offer (R31): below the rate agreed at OPEN
+            // it is the receiver's limit, at or above it no limit; it
+            // bounds our controller or fixed rate as the application's cap
+            // does, and a change goes back in a NULL-ACK.
+            let offered =
+                f64::from(burst_size.max(1)) * f64::from(self.params.packet_size) * 8000.0
+                    / f64::from(interval_ms.max(1));
+            let cap = (offered < self.open_bps * 0.999).then_some(offered);
+            if cap != self.peer_cap {
+                tracing::debug!(?cap, "the receiver's offer changed");
+                self.peer_cap = cap;
+                self.push_limits();
+            }
+            return;
+        }
         if self.rate.is_some() || self.app_limits {
             // Our controller (or the application's cap) sets the rate; the
             // receiver's OK echoes what we told it (its own limits were
@@ -676,11 +706,24 @@ impl Sender {
     pub(crate) fn set_limits(&mut self, limits: RateLimits) {
         self.app_limits = true;
         self.user_cap = limits.max_bps.map(|m| m.max(1) as f64);
+        self.user_min = limits.min_bps as f64;
+        self.push_limits();
+    }
+
+    /// The lower of the application's cap and the receiver's.
+    fn cap(&self) -> Option<f64> {
+        match (self.user_cap, self.peer_cap) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Applies the caps: to the controller, or to RFC 998's fixed rate.
+    fn push_limits(&mut self) {
+        let cap = self.cap();
         if let Some(r) = &mut self.rate {
-            r.set_limits(
-                limits.min_bps as f64,
-                self.user_cap.unwrap_or(f64::INFINITY),
-            );
+            let max = cap.unwrap_or(f64::INFINITY);
+            r.set_limits(self.user_min.min(max), max);
             self.apply_rate();
         } else if self.apply_fixed() {
             // RFC 998 §4: the sender may make the burst values "more
@@ -690,13 +733,13 @@ impl Sender {
         }
     }
 
-    /// Paces at the agreed burst, or at the application's cap when it is
-    /// slower. Whether the burst values changed.
+    /// Paces at the agreed burst, or at the application's or the
+    /// receiver's cap when it is slower. Whether the burst values changed.
     fn apply_fixed(&mut self) -> bool {
         let (mut size, mut interval) = self.agreed;
         let agreed = f64::from(size) * f64::from(self.params.packet_size) * 8000.0
             / f64::from(interval.max(1));
-        if let Some(cap) = self.user_cap.filter(|&c| c < agreed) {
+        if let Some(cap) = self.cap().filter(|&c| c < agreed) {
             (size, interval) = TransferParams::burst_for_rate(cap as u64, self.params.packet_size);
             size = size.clamp(1, self.max_burst_size.max(1));
             interval = interval.max(self.min_interval_ms).max(1);

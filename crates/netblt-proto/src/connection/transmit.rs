@@ -90,6 +90,7 @@ impl Connection {
             checksum_data: self.params.checksum_data,
             mode: self.mode,
             rate_feedback: self.feedback,
+            receiver_offers: self.offers,
             max_outstanding: self.params.max_buffers,
             client: &self.client,
         }

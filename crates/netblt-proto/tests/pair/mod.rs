@@ -192,6 +192,7 @@ pub fn open_write(
         checksum_data: false,
         mode: netblt_wire::Mode::Write,
         rate_feedback: true,
+        receiver_offers: false,
         max_outstanding,
         client: b"",
     }

@@ -129,6 +129,7 @@ fn open<'a>(f: &OpenFields, client: &'a [u8]) -> OpenRepr<'a> {
         checksum_data: f.checksum_data,
         mode: if f.write { Mode::Write } else { Mode::Read },
         rate_feedback: f.transfer_size % 2 == 1,
+        receiver_offers: f.transfer_size % 3 == 1,
         max_outstanding: f.max_outstanding,
         client,
     }

@@ -1,11 +1,13 @@
-//! A serving end's rate limit is for all it sends together (decision R27):
-//! the total is split among the transfers max-min fairly ("water-filling"),
+//! A passive end's rate limit is for all its transfers together, those it
+//! sends (decision R27) and those it receives (its share is offered to the
+//! sender in each OK, R31): the total is split among the transfers max-min
+//! fairly ("water-filling"),
 //! each getting what it can use and the rest shared equally, and split
 //! again four times a second as they speed up, slow down, start and end.
 
 use std::time::{Duration, Instant};
 
-use netblt_proto::{ConnectionHandle, Endpoint, RateLimits, RateReason, Role};
+use netblt_proto::{ConnectionHandle, Endpoint, RateLimits, RateReason};
 
 use crate::RateControl;
 
@@ -37,14 +39,11 @@ pub(crate) fn split(total: f64, wants: &[Option<f64>]) -> Vec<f64> {
     out
 }
 
-/// The open connections on which this end sends data.
-fn sending(ep: &Endpoint) -> Vec<ConnectionHandle> {
+/// The open connections, sending or receiving.
+fn limited(ep: &Endpoint) -> Vec<ConnectionHandle> {
     ep.handles()
         .into_iter()
-        .filter(|&h| {
-            ep.connection(h)
-                .is_some_and(|c| c.role() == Role::DataSender && !c.is_closed())
-        })
+        .filter(|&h| ep.connection(h).is_some_and(|c| !c.is_closed()))
         .collect()
 }
 
@@ -80,18 +79,20 @@ impl Share {
             return;
         }
         self.next = now + RESPLIT;
-        let senders = sending(ep);
+        let conns = limited(ep);
         let Some(total) = l.max_bps else {
-            for &h in &senders {
+            for &h in &conns {
                 if let Some(c) = ep.connection_mut(h) {
                     c.set_rate_limits(l);
                 }
             }
             return;
         };
-        let wants: Vec<Option<f64>> = senders
+        let wants: Vec<Option<f64>> = conns
             .iter()
             .map(|&h| {
+                // A receiving transfer has no controller here: it gets an
+                // equal share of what the others leave.
                 let st = ep.connection(h)?.rate_state()?;
                 // Held at its share, or still starting: as much as it gets.
                 let open = matches!(st.reason, RateReason::Cap | RateReason::Startup);
@@ -99,7 +100,7 @@ impl Share {
             })
             .collect();
         let shares = split(total as f64, &wants);
-        for (&h, share) in senders.iter().zip(shares) {
+        for (&h, share) in conns.iter().zip(shares) {
             let share = share.max(1.0) as u64;
             if let Some(c) = ep.connection_mut(h) {
                 c.set_rate_limits(RateLimits {
@@ -113,7 +114,7 @@ impl Share {
     /// A transfer just accepted: until the next split, an equal share.
     pub(crate) fn admit(&mut self, ep: &mut Endpoint, h: ConnectionHandle) {
         let Some(l) = self.limits else { return };
-        let n = sending(ep).len().max(1);
+        let n = limited(ep).len().max(1);
         let each = l.max_bps.map(|m| (m / n as u64).max(1));
         if let Some(c) = ep.connection_mut(h) {
             c.set_rate_limits(RateLimits {
