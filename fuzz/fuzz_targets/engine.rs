@@ -2,7 +2,8 @@
 //! `Connection` and a passive `Endpoint` exchange packets over an in-memory wire with explicit
 //! time, and the input decides, step by step, what the wire does: deliver, drop, duplicate,
 //! reorder, corrupt a packet in flight, inject bytes of its own from the peer's address or a
-//! stranger's, move the peer to a new address, or let time pass. Either direction (WRITE or
+//! stranger's, move the peer to a new address, change either end's rate limits (a data
+//! receiver's go to the sender in its OKs), or let time pass. Either direction (WRITE or
 //! READ), RFC 998's fixed rate or the adaptive controller with FEEDBACK. Nothing may panic;
 //! time never runs backwards for the engine; a transfer that ends well has delivered exactly
 //! the bytes sent, in order, when no packet was corrupted or injected.
@@ -14,7 +15,7 @@ use std::net::SocketAddr;
 use libfuzzer_sys::fuzz_target;
 use netblt_proto::{
     Config, Connection, ConnectionHandle, DatagramEvent, Duration, Endpoint, Event, Instant, Mode,
-    Policy, RateConfig, TransferParams,
+    Policy, RateConfig, RateLimits, TransferParams,
 };
 
 const PORT: u16 = 7000;
@@ -201,9 +202,25 @@ fuzz_target!(|raw: &[u8]| {
                 deliver(to_ep, &junk, from, now);
                 tampered = true;
             }
-            // Time passes; now and then the peer's address changes.
+            // Time passes; now and then the peer's address changes, or either
+            // end's application changes its rate limits.
             _ => {
                 now = now + Duration::from_micros(pick as u64 * 997 + 1);
+                if op & 32 != 0 {
+                    let max = match input.byte() {
+                        0 => None,
+                        b => Some(u64::from(b) * 100_000),
+                    };
+                    let limits = RateLimits {
+                        min_bps: u64::from(input.byte()) * 10_000,
+                        max_bps: max,
+                    };
+                    if op & 128 == 0 {
+                        client.set_rate_limits(limits);
+                    } else if let Some(c) = handle.and_then(|h| ep.connection_mut(h)) {
+                        c.set_rate_limits(limits);
+                    }
+                }
                 if op & 64 != 0 {
                     let moved: SocketAddr =
                         format!("203.0.113.{}:{}", pick % 250 + 1, 40_000 + pick).parse().unwrap();
