@@ -13,6 +13,41 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::Node;
 
+/// Rate limits an application sets at given times: the sender's own (R27)
+/// or the receiver's, which reach the sender in its OKs (R31).
+#[derive(Debug, Default)]
+pub(crate) struct LimitSchedule(VecDeque<(Instant, RateLimits)>);
+
+impl LimitSchedule {
+    pub(crate) fn new(steps: impl IntoIterator<Item = (Instant, RateLimits)>) -> Self {
+        LimitSchedule(steps.into_iter().collect())
+    }
+
+    /// Sets on `conn` the limits whose time has come; whether there were any.
+    pub(crate) fn apply_due(&mut self, now: Instant, conn: &mut Connection) -> bool {
+        let mut limited = false;
+        while let Some(&(_, l)) = self.0.front().filter(|(at, _)| *at <= now) {
+            conn.set_rate_limits(l);
+            self.0.pop_front();
+            limited = true;
+        }
+        limited
+    }
+
+    /// When the next limit is due.
+    pub(crate) fn next(&self) -> Option<Instant> {
+        self.0.front().map(|&(at, _)| at)
+    }
+}
+
+/// The earlier of an engine's timer and a schedule's next step.
+fn earliest(engine: Option<Instant>, schedule: Option<Instant>) -> Option<Instant> {
+    match (engine, schedule) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Host A: the active end, sending a seeded pseudo-random stream.
 pub(crate) struct SenderNode {
     pub(crate) conn: Connection,
@@ -22,7 +57,7 @@ pub(crate) struct SenderNode {
     pub(crate) spare: Vec<Vec<u8>>,
     pub(crate) error: Option<ConnectionError>,
     /// The application's rate limits to set, at their times (R27).
-    pub(crate) limits: VecDeque<(Instant, RateLimits)>,
+    pub(crate) limits: LimitSchedule,
 }
 
 impl SenderNode {
@@ -35,19 +70,8 @@ impl SenderNode {
             hash: blake3::Hasher::new(),
             spare: Vec::new(),
             error: None,
-            limits: VecDeque::new(),
+            limits: LimitSchedule::default(),
         }
-    }
-
-    /// Sets the limits whose time has come; whether there were any.
-    pub(crate) fn apply_due_limits(&mut self, now: Instant) -> bool {
-        let mut limited = false;
-        while let Some(&(_, l)) = self.limits.front().filter(|(at, _)| *at <= now) {
-            self.conn.set_rate_limits(l);
-            self.limits.pop_front();
-            limited = true;
-        }
-        limited
     }
 
     fn feed(&mut self) {
@@ -85,7 +109,7 @@ impl Node for SenderNode {
         self.feed();
     }
     fn handle_timeout(&mut self, now: Instant) {
-        let limited = self.apply_due_limits(now);
+        let limited = self.limits.apply_due(now, &mut self.conn);
         // A wake-up for a limit alone is not the engine's timer.
         if !limited || self.conn.poll_timeout().is_some_and(|t| t <= now) {
             self.conn.handle_timeout(now);
@@ -103,15 +127,8 @@ impl Node for SenderNode {
         }
     }
     fn poll_timeout(&self) -> Option<Instant> {
-        let next_limit = self
-            .limits
-            .front()
-            .map(|&(at, _)| at)
-            .filter(|_| !self.conn.is_closed());
-        match (self.conn.poll_timeout(), next_limit) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let next_limit = self.limits.next().filter(|_| !self.conn.is_closed());
+        earliest(self.conn.poll_timeout(), next_limit)
     }
     fn is_finished(&self) -> bool {
         self.conn.is_closed()
@@ -138,6 +155,9 @@ pub(crate) struct ReceiverNode {
     split: VecDeque<Vec<u8>>,
     /// Highest control sequence number sent so far.
     highest_seq: Option<u16>,
+    /// The receiving application's rate limits, at their times (R31); set
+    /// once the connection exists.
+    pub(crate) limits: LimitSchedule,
 }
 
 impl ReceiverNode {
@@ -156,6 +176,7 @@ impl ReceiverNode {
             one_message_per_packet: false,
             split: VecDeque::new(),
             highest_seq: None,
+            limits: LimitSchedule::default(),
         }
     }
 
@@ -276,7 +297,10 @@ impl Node for ReceiverNode {
     }
     fn handle_timeout(&mut self, now: Instant) {
         if let Some(c) = self.conn.as_mut() {
-            c.handle_timeout(now);
+            let limited = self.limits.apply_due(now, c);
+            if !limited || c.poll_timeout().is_some_and(|t| t <= now) {
+                c.handle_timeout(now);
+            }
         }
         self.drain();
     }
@@ -302,7 +326,9 @@ impl Node for ReceiverNode {
         }
     }
     fn poll_timeout(&self) -> Option<Instant> {
-        self.conn.as_ref().and_then(|c| c.poll_timeout())
+        let c = self.conn.as_ref()?;
+        let next_limit = self.limits.next().filter(|_| !c.is_closed());
+        earliest(c.poll_timeout(), next_limit)
     }
     fn is_finished(&self) -> bool {
         self.conn.as_ref().is_some_and(|c| c.is_closed())

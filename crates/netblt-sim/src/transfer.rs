@@ -14,7 +14,7 @@ use netblt_proto::{
 };
 use serde::Serialize;
 
-use crate::netblt_nodes::{ReceiverNode, SenderNode};
+use crate::netblt_nodes::{LimitSchedule, ReceiverNode, SenderNode};
 use crate::{Outcome, PathConfig, SimError, SimStats, Simulation};
 
 /// Why a transfer could not even be simulated (a failed transfer is a
@@ -64,6 +64,10 @@ pub struct TransferSpec {
     /// (`Connection::set_rate_limits`, decision R27): at each offset from
     /// the start, in time order.
     pub limits: Vec<(netblt_proto::Duration, netblt_proto::RateLimits)>,
+    /// Rate limits the receiving application sets while the transfer runs
+    /// (decision R31: offered to the sender in the receiver's OKs), at each
+    /// offset from the start, in time order; set once the OPEN has arrived.
+    pub receiver_limits: Vec<(netblt_proto::Duration, netblt_proto::RateLimits)>,
 }
 
 impl TransferSpec {
@@ -83,6 +87,7 @@ impl TransferSpec {
             data_timer: netblt_proto::DataTimerPolicy::Adaptive,
             one_control_message_per_packet: false,
             limits: Vec::new(),
+            receiver_limits: Vec::new(),
         }
     }
 
@@ -185,12 +190,12 @@ pub fn run_transfer(spec: &TransferSpec) -> Result<TransferReport, TransferError
         Instant::ZERO,
     )?;
     let mut a = SenderNode::new(conn, spec.seed ^ 0xda7a, spec.size);
-    a.limits = spec
-        .limits
-        .iter()
-        .map(|&(at, l)| (Instant::ZERO + at, l))
-        .collect();
+    let at_times = |v: &[(netblt_proto::Duration, netblt_proto::RateLimits)]| {
+        LimitSchedule::new(v.iter().map(|&(at, l)| (Instant::ZERO + at, l)))
+    };
+    a.limits = at_times(&spec.limits);
     let mut b = ReceiverNode::new(config, PORT_B, spec.seed ^ 0xda7a);
+    b.limits = at_times(&spec.receiver_limits);
     b.one_message_per_packet = spec.one_control_message_per_packet;
     let mut sim = Simulation::new(a, b, spec.path.clone(), spec.seed)?;
     let outcome = sim.run(Instant::ZERO + spec.time_limit);

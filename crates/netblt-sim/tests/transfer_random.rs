@@ -2,7 +2,7 @@
 //!
 //! Issue 2's correctness bar: with loss up to 50 %, reordering, duplication,
 //! corruption and control packets lost in both directions, and rate limits
-//! changed while it runs, every transfer ends byte-identical, or ends with a
+//! changed while it runs by either end, every transfer ends byte-identical, or ends with a
 //! clear error from the death timer; it never hangs and never delivers a
 //! wrong byte. 1000 seeds run in the normal
 //! suite; `cargo test -- --ignored` runs 20 000 with larger transfers.
@@ -112,15 +112,38 @@ fn random_spec(seed: u64, max_size: u64) -> TransferSpec {
                 .push((Duration::from_micros(at), RateLimits { min_bps, max_bps }));
         }
     }
+    // A fifth of the runs (drawn last, so the other choices stay as they
+    // were): the receiving application caps the sender through its OKs
+    // and lifts the cap again (decision R31).
+    if rng.random_bool(0.2) {
+        let mut at = 0;
+        for _ in 0..rng.random_range(1..=3) {
+            at += rng.random_range(0..700_000u64);
+            let max_bps = rng
+                .random_bool(0.7)
+                .then(|| rng.random_range(50_000..200_000_000u64));
+            spec.receiver_limits.push((
+                Duration::from_micros(at),
+                RateLimits {
+                    min_bps: 0,
+                    max_bps,
+                },
+            ));
+        }
+    }
     spec
 }
 
 fn check(seeds: std::ops::Range<u64>, max_size: u64) {
     let (mut ok, mut gave_up, mut adaptive, mut adaptive_gave_up) = (0, 0, 0, 0);
+    let (mut receiver_capped, mut receiver_capped_ok) = (0, 0);
     for seed in seeds {
         let spec = random_spec(seed, max_size);
         adaptive += u32::from(spec.rate.is_some());
+        let capped = !spec.receiver_limits.is_empty();
+        receiver_capped += u32::from(capped);
         let r = run_transfer(&spec).expect("valid spec");
+        receiver_capped_ok += u32::from(capped && r.verified);
         assert!(!r.wrong_delivery, "seed {seed}: a wrong byte was delivered");
         assert!(
             r.delivered <= spec.size,
@@ -146,7 +169,7 @@ fn check(seeds: std::ops::Range<u64>, max_size: u64) {
         }
     }
     eprintln!(
-        "{ok} verified, {gave_up} ended by the death timer; {adaptive} runs with rate control, {adaptive_gave_up} of them ended by the death timer"
+        "{ok} verified, {gave_up} ended by the death timer; {adaptive} runs with rate control, {adaptive_gave_up} of them ended by the death timer; {receiver_capped} capped by the receiver, {receiver_capped_ok} of them verified"
     );
     assert!(
         ok > gave_up * 4,

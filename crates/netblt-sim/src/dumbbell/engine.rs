@@ -12,7 +12,7 @@ use super::report::{BottleneckReport, DumbbellReport, FlowDrops, FlowReport};
 use super::scenario::{ms, FlowKind, Scenario, ScenarioError};
 use crate::event::{EventQueue, Pool};
 use crate::metrics::Histogram;
-use crate::netblt_nodes::{ReceiverNode, SenderNode};
+use crate::netblt_nodes::{LimitSchedule, ReceiverNode, SenderNode};
 use crate::tcp::{Recovery, Segment, TcpReceiver, TcpSender};
 use crate::Node;
 
@@ -479,8 +479,8 @@ impl Dumbbell {
                 let mut node = SenderNode::new(conn, stream, size);
                 // The host applies them on its own timer (those already
                 // due, from its first packet).
-                node.limits = f.limits.iter().copied().collect();
-                node.apply_due_limits(now);
+                node.limits = LimitSchedule::new(f.limits.iter().copied());
+                node.limits.apply_due(now, &mut node.conn);
                 f.agents = [
                     Agent::NetSend(Box::new(node)),
                     Agent::NetRecv(Box::new(ReceiverNode::new(rcv, PORT_B, stream))),
