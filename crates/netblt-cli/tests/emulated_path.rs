@@ -21,21 +21,36 @@ fn namespaces() -> String {
         .unwrap_or_default()
 }
 
+/// Test keys, a temporary directory with a file of `len` patterned bytes
+/// named `name` and an empty `inbox` beside it.
+fn sender_file(
+    name: &str,
+    len: u32,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    Vec<u8>,
+    std::path::PathBuf,
+) {
+    common::test_keys();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join(name);
+    let data: Vec<u8> = (0..len)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&src, &data).unwrap();
+    let inbox = dir.path().join("inbox");
+    std::fs::create_dir(&inbox).unwrap();
+    (dir, src, data, inbox)
+}
+
 #[test]
 fn file_crosses_a_lossy_emulated_path_intact() {
     if !can_emulate() {
         eprintln!("skipping: needs root and /dev/net/tun");
         return;
     }
-    common::test_keys();
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("payload.bin");
-    let data: Vec<u8> = (0..3_000_000u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect();
-    std::fs::write(&src, &data).unwrap();
-    let inbox = dir.path().join("inbox");
-    std::fs::create_dir(&inbox).unwrap();
+    let (_dir, src, data, inbox) = sender_file("payload.bin", 3_000_000);
     let name = format!("t{}", std::process::id() % 100_000);
     let right = format!(
         "exec {BIN} recv --listen 0.0.0.0:9998 --dir {} --once --death-timer 5",
@@ -155,15 +170,7 @@ fn an_encrypted_send_survives_a_rebinding_nat() {
         eprintln!("skipping: needs root and /dev/net/tun");
         return;
     }
-    common::test_keys();
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("nat.bin");
-    let data: Vec<u8> = (0..8_000_000u32)
-        .map(|i| (i.wrapping_mul(2_246_822_519) >> 11) as u8)
-        .collect();
-    std::fs::write(&src, &data).unwrap();
-    let inbox = dir.path().join("inbox");
-    std::fs::create_dir(&inbox).unwrap();
+    let (dir, src, data, inbox) = sender_file("nat.bin", 8_000_000);
     let report = dir.path().join("recv.json");
     let name = format!("n{}", std::process::id() % 100_000);
     let right = format!(

@@ -101,6 +101,17 @@ fn a_bad_rate_file_is_one_line_and_exit_2() {
 /// it through the burst values of its OKs, and so does `get --rate-file`
 /// for the server it fetches from. 3 MB at 16 Mb/s is 1.5 s; the first
 /// buffers (256 KiB each) may go faster, before the first OK.
+/// Runs `args` with 256 KiB buffers (so that OKs come while 3 MB move)
+/// and `--json`; its wall time.
+fn wall_time(args: &[&str]) -> f64 {
+    let mut all = args.to_vec();
+    all.extend(["--buffer-size", "256k", "--json"]);
+    let (code, out, err) = run(&all, T);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    v["wall_time_s"].as_f64().unwrap()
+}
+
 #[test]
 fn a_receiving_end_limits_its_sender_through_its_oks() {
     let dir = tempfile::tempdir().unwrap();
@@ -108,21 +119,7 @@ fn a_receiving_end_limits_its_sender_through_its_oks() {
     std::fs::write(&limits, "16M\n").unwrap();
     let f = limits.to_str().unwrap();
     let r = Recv::start(&["--sink", "--once", "--rate-file", f]);
-    let (code, out, err) = run(
-        &[
-            "bench",
-            &r.addr,
-            "--size",
-            "3M",
-            "--buffer-size",
-            "256k",
-            "--json",
-        ],
-        T,
-    );
-    assert_eq!(code, Some(0), "{err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    let wall = v["wall_time_s"].as_f64().unwrap();
+    let wall = wall_time(&["bench", &r.addr, "--size", "3M"]);
     assert!(wall > 1.0, "3 MB in {wall} s under the receiver's 16 Mb/s");
     r.finish(T);
 
@@ -131,24 +128,8 @@ fn a_receiving_end_limits_its_sender_through_its_oks() {
     std::fs::write(served.path().join("g.bin"), &data).unwrap();
     let s = Recv::start(&["--serve", "--dir", served.path().to_str().unwrap()]);
     let dest = tempfile::tempdir().unwrap();
-    let (code, out, err) = run(
-        &[
-            "get",
-            &s.addr,
-            "g.bin",
-            "-o",
-            dest.path().to_str().unwrap(),
-            "--rate-file",
-            f,
-            "--buffer-size",
-            "256k",
-            "--json",
-        ],
-        T,
-    );
-    assert_eq!(code, Some(0), "{err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    let wall = v["wall_time_s"].as_f64().unwrap();
+    let out = dest.path().to_str().unwrap();
+    let wall = wall_time(&["get", &s.addr, "g.bin", "-o", out, "--rate-file", f]);
     assert!(wall > 1.0, "3 MB in {wall} s under get's 16 Mb/s");
     assert!(std::fs::read(dest.path().join("g.bin")).unwrap() == data);
     s.stop();

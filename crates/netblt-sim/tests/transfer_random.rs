@@ -97,41 +97,35 @@ fn random_spec(seed: u64, max_size: u64) -> TransferSpec {
     // three times during the first two seconds (decision R27), caps from
     // 50 kb/s up and lifted again, under either policy.
     if rng.random_bool(0.3) {
-        let mut at = 0;
-        for _ in 0..rng.random_range(1..=3) {
-            at += rng.random_range(0..700_000u64);
-            let max_bps = rng
-                .random_bool(0.7)
-                .then(|| rng.random_range(50_000..200_000_000u64));
-            let min_bps = if rng.random_bool(0.2) {
-                rng.random_range(0..10_000_000u64)
-            } else {
-                0
-            };
-            spec.limits
-                .push((Duration::from_micros(at), RateLimits { min_bps, max_bps }));
-        }
+        spec.limits = random_limits(&mut rng, true);
     }
     // A fifth of the runs (drawn last, so the other choices stay as they
     // were): the receiving application caps the sender through its OKs
-    // and lifts the cap again (decision R31).
+    // and lifts the cap again (decision R31; a receiver has no minimum).
     if rng.random_bool(0.2) {
-        let mut at = 0;
-        for _ in 0..rng.random_range(1..=3) {
-            at += rng.random_range(0..700_000u64);
-            let max_bps = rng
-                .random_bool(0.7)
-                .then(|| rng.random_range(50_000..200_000_000u64));
-            spec.receiver_limits.push((
-                Duration::from_micros(at),
-                RateLimits {
-                    min_bps: 0,
-                    max_bps,
-                },
-            ));
-        }
+        spec.receiver_limits = random_limits(&mut rng, false);
     }
     spec
+}
+
+/// One to three limit changes in the first two seconds: caps from 50 kb/s
+/// (or none), and with `with_min` a floor now and then.
+fn random_limits(rng: &mut ChaCha8Rng, with_min: bool) -> Vec<(Duration, RateLimits)> {
+    let mut at = 0;
+    let mut steps = Vec::new();
+    for _ in 0..rng.random_range(1..=3) {
+        at += rng.random_range(0..700_000u64);
+        let max_bps = rng
+            .random_bool(0.7)
+            .then(|| rng.random_range(50_000..200_000_000u64));
+        let min_bps = if with_min && rng.random_bool(0.2) {
+            rng.random_range(0..10_000_000u64)
+        } else {
+            0
+        };
+        steps.push((Duration::from_micros(at), RateLimits { min_bps, max_bps }));
+    }
+    steps
 }
 
 fn check(seeds: std::ops::Range<u64>, max_size: u64) {

@@ -3,28 +3,19 @@
 //! fetched with `get`, data handed to a callback; every byte checked; a
 //! serving receiver's rate limit shared by its transfers.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use common::data;
 use netblt::{
     Error, IncomingTransfer, Receiver, ReceiverOptions, ReceiverSummary, SendOptions,
     TransferReport,
 };
-
-fn data(n: usize, seed: u32) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        })
-        .collect()
-}
 
 fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()

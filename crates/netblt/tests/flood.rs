@@ -4,25 +4,21 @@
 //! bounded by the cookie threshold, cookies answer the rest, no reply is
 //! more than 3x what came in, and the legitimate transfer completes.
 
+mod common;
+
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::encrypted;
 use netblt::crypto::{
     Handshake, Identity, InitiatorConfig, PeerAuth, SeededRandom, SuiteOffer, Tai64n,
 };
-use netblt::{Encryption, Receiver, ReceiverOptions, Security, SendOptions};
+use netblt::{Receiver, ReceiverOptions, SendOptions};
 
 const FLOOD: usize = 50_000;
 const SOURCES: usize = 200;
-
-fn encrypted(dir: &std::path::Path) -> Security {
-    let mut e = Encryption::default();
-    e.key_dir = Some(dir.to_path_buf());
-    e.accept_any = true;
-    Security::Encrypted(e)
-}
 
 /// The plain OPEN of a real memory-to-memory request, caught by a socket
 /// posing as the receiver.
@@ -65,7 +61,7 @@ fn fifty_thousand_spoofed_opens_leave_state_bounded_and_a_transfer_completes() {
     let stop = Arc::new(AtomicBool::new(false));
     let mut opts = ReceiverOptions::new();
     opts.stop = Some(Arc::clone(&stop));
-    opts.security = encrypted(&tmp.path().join("r"));
+    opts.security = encrypted(&tmp.path().join("r"), true);
     opts.death_timer = Duration::from_secs(2);
     let rx = Receiver::bind("127.0.0.1:0".parse().unwrap(), opts).unwrap();
     let server = rx.local_addr();
@@ -133,7 +129,7 @@ fn fifty_thousand_spoofed_opens_leave_state_bounded_and_a_transfer_completes() {
     std::thread::sleep(Duration::from_millis(30));
     let mut so = SendOptions::new().with_rate(200_000_000);
     so.params.buffer_size = 64 * 1024;
-    so.security = encrypted(&tmp.path().join("s"));
+    so.security = encrypted(&tmp.path().join("s"), true);
     let during = flooding.load(Ordering::Relaxed);
     let r = netblt::bench(server, 2_000_000, &so);
     let _sockets = flood.join().unwrap();

@@ -10,6 +10,8 @@
 //! at must be the receiver's) and talks to the receiver from 127.0.0.3,
 //! from a fresh port once it has forwarded `REBIND_AFTER` datagrams.
 
+mod common;
+
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,29 +19,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use netblt::{Encryption, JunkCounts, Receiver, ReceiverOptions, Security, SendOptions};
+use common::{data, encrypted};
+use netblt::{JunkCounts, Receiver, ReceiverOptions, Security, SendOptions};
 
 /// Datagrams from the client forwarded before the mapping changes.
 const REBIND_AFTER: u64 = 150;
-
-fn data(n: usize, seed: u32) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        })
-        .collect()
-}
-
-fn encrypted(dir: &Path) -> Security {
-    let mut e = Encryption::default();
-    e.key_dir = Some(dir.to_path_buf());
-    e.accept_any = true;
-    Security::Encrypted(e)
-}
 
 fn send_options(security: Security) -> SendOptions {
     let mut o = SendOptions::new().with_rate(100_000_000);
@@ -197,9 +181,9 @@ fn an_encrypted_send_follows_the_client_to_its_new_address() {
     let src = tmp.path().join("f.bin");
     std::fs::write(&src, &bytes).unwrap();
     let out = tempfile::tempdir().unwrap();
-    let rx = Served::start(out.path(), encrypted(&rh));
+    let rx = Served::start(out.path(), encrypted(&rh, true));
     let nat = Nat::start(rx.addr);
-    let r = netblt::send_file(&src, nat.addr, &send_options(encrypted(&sh)));
+    let r = netblt::send_file(&src, nat.addr, &send_options(encrypted(&sh, true)));
     let lost = nat.finish();
     let seen = rx.finish();
     let r = r.unwrap();
@@ -218,10 +202,10 @@ fn an_encrypted_get_follows_the_client_to_its_new_address() {
     let bytes = data(3_000_000, 12);
     let served = tempfile::tempdir().unwrap();
     std::fs::write(served.path().join("g.bin"), &bytes).unwrap();
-    let rx = Served::start(served.path(), encrypted(&rh));
+    let rx = Served::start(served.path(), encrypted(&rh, true));
     let nat = Nat::start(rx.addr);
     let dest = tempfile::tempdir().unwrap();
-    let opts = send_options(encrypted(&sh));
+    let opts = send_options(encrypted(&sh, true));
     let r = netblt::get(nat.addr, "g.bin", dest.path(), &opts);
     nat.finish();
     let seen = rx.finish();

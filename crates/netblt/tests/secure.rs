@@ -6,6 +6,8 @@
 //! datagram, keeps a copy, and injects from its own socket, i.e. from the
 //! very address and port each end takes for its peer.
 
+mod common;
+
 use std::collections::HashSet;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
@@ -14,28 +16,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use common::{data, encrypted};
 use netblt::crypto::{HandshakeMessage, KeyDir, SeededRandom};
 use netblt::{Encryption, Receiver, ReceiverOptions, ReceiverSummary, Security, SendOptions};
 use netblt_wire::{DataRepr, Packet, PacketType, Repr};
-
-fn data(n: usize, seed: u32) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        })
-        .collect()
-}
-
-fn encrypted(dir: &Path, accept_any: bool) -> Security {
-    let mut e = Encryption::default();
-    e.key_dir = Some(dir.to_path_buf());
-    e.accept_any = accept_any;
-    Security::Encrypted(e)
-}
 
 fn send_options(security: Security) -> SendOptions {
     let mut o = SendOptions::new().with_rate(200_000_000);
