@@ -251,6 +251,20 @@ pub struct Config {
     pub open_retry: Duration,
     /// OPEN packets sent before giving up. Default 8.
     pub open_attempts: u32,
+    /// Copies of the first OPEN sent back to back (R32). On a lossy path
+    /// a lost OPEN or RESPONSE costs the whole first `open_retry` (1 s);
+    /// with two copies the passive end answers each, so at 5 % loss each
+    /// way about 1 start in 100 waits instead of 1 in 10. Later OPENs go
+    /// once. Default 1 (RFC 998 §5.1's one OPEN per timer); the tool
+    /// sends 2.
+    pub open_copies: u8,
+    /// A data receiver takes the transfer size from OPEN (RFC 998 §3:
+    /// informational) as a hint of how many packets each buffer holds, so
+    /// that a lost LDATA of the last buffer costs about a packet's time
+    /// instead of a full buffer's twice (R33). Packets are still judged by
+    /// LDATA alone. Default false (the data timers of RFC 1030's
+    /// implementation); the tool turns it on.
+    pub size_hint: bool,
     /// Control timer before any round trip has been measured. RFC 998 §5.2.1:
     /// "It can have as its initial value an arbitrary number." Default 1 s.
     pub initial_control_timeout: Duration,
@@ -324,6 +338,8 @@ impl Default for Config {
             death_timeout: Duration::from_secs(30),
             open_retry: Duration::from_secs(1),
             open_attempts: 8,
+            open_copies: 1,
+            size_hint: false,
             initial_control_timeout: Duration::from_secs(1),
             min_control_timeout: Duration::from_millis(2),
             max_control_timeout: Duration::from_secs(60),

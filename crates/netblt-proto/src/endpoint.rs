@@ -45,6 +45,8 @@ pub struct Incoming {
     pub death_timer_s: u16,
     /// The peer's client string.
     pub client: Vec<u8>,
+    /// When it arrived (a refusal is remembered from then, R32).
+    pub at: Instant,
     data_packet_size: u16,
 }
 
@@ -71,6 +73,8 @@ pub struct EndpointStats {
     pub rejected_uid: u64,
     /// Connections moved to a new peer address ([`Endpoint::migrate`]).
     pub migrated: u64,
+    /// Repeats of a refused OPEN, answered with the same REFUSED.
+    pub refused_repeats: u64,
 }
 
 /// Listens on one NETBLT port and serves many peers at once.
@@ -85,7 +89,20 @@ pub struct Endpoint {
     /// The last (peer, port) looked up and its slot: consecutive datagrams
     /// almost always belong to the same transfer, and this skips hashing.
     last: Option<((SocketAddr, u16), usize)>,
+    /// OPENs refused lately (peer, port, UID) and the reason: a repeat of
+    /// one (a redundant copy, R32, or a retransmission after a lost
+    /// REFUSED) gets the same REFUSED without asking the caller again.
+    /// At most [`REFUSED_MEMORY`] entries, each for [`REFUSED_FOR`].
+    refused_recent: VecDeque<RefusedOpen>,
 }
+
+/// A refused OPEN: (peer, port, UID), when, and the reason given.
+type RefusedOpen = ((SocketAddr, u16, u32), Instant, Vec<u8>);
+
+/// How many refused OPENs are remembered.
+const REFUSED_MEMORY: usize = 64;
+/// For how long: longer than the active end's OPEN retries take (27 s).
+const REFUSED_FOR: crate::Duration = crate::Duration::from_secs(30);
 
 impl Endpoint {
     /// An endpoint on NETBLT port `local_port`, accepting with `config`.
@@ -99,6 +116,7 @@ impl Endpoint {
             next_poll: 0,
             stats: EndpointStats::default(),
             last: None,
+            refused_recent: VecDeque::new(),
         }
     }
 
@@ -166,6 +184,18 @@ impl Endpoint {
                 // The old connection is over: a fresh OPEN starts anew.
             }
         }
+        if let Repr::Open(o) = &packet.repr {
+            let key = (remote, packet.local_port, o.uid);
+            self.refused_recent
+                .retain(|(_, at, _)| now.saturating_duration_since(*at) < REFUSED_FOR);
+            if let Some((_, _, reason)) = self.refused_recent.iter().find(|(k, ..)| *k == key) {
+                // RFC 998 §5.1: a repeated OPEN is answered as the first was.
+                let reason = reason.clone();
+                self.stats.refused_repeats += 1;
+                self.queue(remote, packet.local_port, Repr::Refused { reason: &reason });
+                return None;
+            }
+        }
         match packet.repr {
             Repr::Open(o) => Some(DatagramEvent::NewConnection(Incoming {
                 remote,
@@ -187,6 +217,7 @@ impl Endpoint {
                 transfer_size: o.transfer_size,
                 death_timer_s: o.death_timer_s,
                 client: o.client.to_vec(),
+                at: now,
                 data_packet_size: o.data_packet_size,
             })),
             _ => {
@@ -264,6 +295,14 @@ impl Endpoint {
     pub fn refuse(&mut self, incoming: &Incoming, reason: &str) {
         self.stats.refused += 1;
         let reason: Vec<u8> = reason.bytes().filter(|&b| b != 0).collect();
+        if self.refused_recent.len() >= REFUSED_MEMORY {
+            self.refused_recent.pop_front();
+        }
+        self.refused_recent.push_back((
+            (incoming.remote, incoming.remote_port, incoming.uid),
+            incoming.at,
+            reason.clone(),
+        ));
         self.queue(
             incoming.remote,
             incoming.remote_port,

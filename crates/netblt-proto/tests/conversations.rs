@@ -2,7 +2,7 @@
 
 mod pair;
 
-use netblt_proto::{Config, ConnectionError, Duration, TransferParams};
+use netblt_proto::{Config, Connection, ConnectionError, Duration, Instant, TransferParams};
 use pair::{pattern, Impair, Pair};
 
 fn config(psz: u16, bsz: u32, buffers: u16) -> Config {
@@ -436,4 +436,118 @@ fn a_last_ok_unanswered_after_done_ends_the_receiver_soon() {
     let waited = p.now.saturating_duration_since(closed);
     // Six expiries, doubling, from a 10 ms round trip: 1.6 s.
     assert!(waited < Duration::from_millis(2500), "waited {waited:?}");
+}
+
+/// `open_copies` (R32): the first OPEN goes twice at once, later ones once
+/// per timer; the copy is no attempt of its own, so the give-up time and
+/// the attempt count are RFC 998's as before.
+#[test]
+fn the_first_open_goes_twice_and_the_copy_is_not_an_attempt() {
+    let cfg = Config {
+        open_copies: 2,
+        ..config(1000, 10_000, 2)
+    };
+    let mut a = Connection::connect(
+        cfg.clone(),
+        netblt_proto::Mode::Write,
+        7,
+        5000,
+        7000,
+        Some(10_000),
+        vec![],
+        Instant::ZERO,
+    )
+    .unwrap();
+    let mut buf = vec![0u8; 2048];
+    let mut opens_at = Vec::new();
+    let mut now = Instant::ZERO;
+    while a.result().is_none() {
+        while let Some(n) = a.poll_transmit(now, &mut buf) {
+            let p = netblt_wire::Packet::parse(&buf[..n]).unwrap();
+            assert!(matches!(p.repr, netblt_wire::Repr::Open(_)));
+            opens_at.push(now);
+        }
+        now = a.poll_timeout().expect("a timer while opening");
+        a.handle_timeout(now);
+    }
+    assert_eq!(opens_at[0], opens_at[1], "two at once");
+    assert!(opens_at[2] > opens_at[1], "then one per timer");
+    assert_eq!(opens_at.len(), cfg.open_attempts as usize + 1);
+    match a.result() {
+        Some(Err(ConnectionError::OpenTimeout { attempts })) => {
+            assert_eq!(*attempts, cfg.open_attempts)
+        }
+        other => panic!("{other:?}"),
+    }
+    // Sent once by default.
+    let mut b = Connection::connect(
+        config(1000, 10_000, 2),
+        netblt_proto::Mode::Write,
+        8,
+        5000,
+        7000,
+        Some(10_000),
+        vec![],
+        Instant::ZERO,
+    )
+    .unwrap();
+    let mut n_open = 0;
+    while b.poll_transmit(Instant::ZERO, &mut buf).is_some() {
+        n_open += 1;
+    }
+    assert_eq!(n_open, 1);
+}
+
+/// The passive end owes a RESPONSE per OPEN (R32): two copies that come
+/// before its RESPONSE goes out draw two, so a redundant OPEN makes the
+/// whole handshake redundant; a later repeat draws one more, as RFC 998
+/// §5.1 has it.
+#[test]
+fn each_copy_of_an_open_draws_a_response() {
+    let cfg = Config {
+        open_copies: 2,
+        ..config(1000, 10_000, 2)
+    };
+    let mut a = Connection::connect(
+        cfg.clone(),
+        netblt_proto::Mode::Write,
+        9,
+        5000,
+        7000,
+        Some(10_000),
+        vec![],
+        Instant::ZERO,
+    )
+    .unwrap();
+    let mut buf = vec![0u8; 2048];
+    let mut opens = Vec::new();
+    while let Some(n) = a.poll_transmit(Instant::ZERO, &mut buf) {
+        opens.push(buf[..n].to_vec());
+    }
+    assert_eq!(opens.len(), 2);
+    let mut ep = netblt_proto::Endpoint::new(config(1000, 10_000, 2), 7000);
+    let from: std::net::SocketAddr = "192.0.2.9:5000".parse().unwrap();
+    let now = Instant::ZERO + Duration::from_millis(10);
+    let Some(netblt_proto::DatagramEvent::NewConnection(inc)) = ep.handle(now, from, &opens[0])
+    else {
+        panic!("no new connection")
+    };
+    let h = ep.accept(inc, None, vec![], now).unwrap();
+    assert!(
+        ep.handle(now, from, &opens[1]).is_some(),
+        "the copy reaches it"
+    );
+    let responses = |ep: &mut netblt_proto::Endpoint, buf: &mut [u8]| {
+        let mut k = 0;
+        while let Some((_, n)) = ep.poll_transmit(now, buf) {
+            if let Ok(p) = netblt_wire::Packet::parse(&buf[..n]) {
+                k += usize::from(matches!(p.repr, netblt_wire::Repr::Response(_)));
+            }
+        }
+        k
+    };
+    assert_eq!(responses(&mut ep, &mut buf), 2);
+    ep.handle(now, from, &opens[0]);
+    assert_eq!(responses(&mut ep, &mut buf), 1);
+    assert!(ep.connection(h).is_some());
 }

@@ -484,7 +484,15 @@ impl Handshake {
             (Stage::ReadInitiation, Kind::Initiation) => self.read_initiation(&m, payload_out),
             (Stage::ReadResponse, Kind::Response) => self.read_response(&m, payload_out),
             (Stage::ReadResponse, Kind::CookieReply) => {
-                self.cookie = m.cookie.map(<[u8]>::to_vec);
+                let cookie = m.cookie.map(<[u8]>::to_vec);
+                if cookie.is_some() && cookie == self.cookie {
+                    // A second reply with the cookie our initiation already
+                    // carries (one per copy of a redundant first OPEN, R32):
+                    // restarting again would orphan the answer to the
+                    // initiation already sent with it.
+                    return Err(HandshakeError::Unexpected);
+                }
+                self.cookie = cookie;
                 self.start_initiator()?;
                 Ok(Progress::RetryWithCookie)
             }

@@ -353,13 +353,20 @@ fn cookie_round_trip() {
         12 + reply_len <= 3 * (12 + n),
         "the cookie reply does not amplify"
     );
+    let reply = buf[..reply_len].to_vec();
     assert_eq!(
-        i.read_message(&buf[..reply_len], &mut pl),
+        i.read_message(&reply, &mut pl),
         Ok(Progress::RetryWithCookie)
     );
     let n = i.write_message(OPEN_BODY, &mut buf).unwrap();
     let m = HandshakeMessage::parse(&buf[..n]).unwrap();
     assert_eq!(cookies.verify(110, peer, m.cookie.unwrap()), Ok(()));
+    // The same reply again (one for each copy of a redundant OPEN, R32)
+    // changes nothing: the initiation sent with its cookie stays answerable.
+    assert_eq!(
+        i.read_message(&reply, &mut pl),
+        Err(HandshakeError::Unexpected)
+    );
     // Now the responder does the work.
     let mut r = Handshake::responder(responder(2, &[1]), &mut SeededRandom::from_u64(5));
     assert_eq!(

@@ -133,6 +133,13 @@ pub struct Connection {
     peer_death: Duration,
     open_attempts: u32,
     open_interval: Duration,
+    /// Copies of the first OPEN still to send at once (`open_copies`).
+    open_copies_left: u8,
+    /// Passive end: OPENs repeated before our RESPONSE went out, each owed
+    /// a RESPONSE of its own (a redundant copy must draw a redundant
+    /// answer, or a lost RESPONSE still costs the active end its OPEN
+    /// timer; R32). At most two.
+    extra_responses: u8,
     pending: Pending,
     timers: Timers,
     last_rx: Instant,
@@ -236,6 +243,7 @@ impl Connection {
         c.pending.open = true;
         c.open_attempts = 0;
         c.open_interval = c.config.open_retry;
+        c.open_copies_left = c.config.open_copies.saturating_sub(1);
         Ok(c)
     }
 
@@ -316,6 +324,8 @@ impl Connection {
             peer_death: Duration::from_secs(30),
             open_attempts: 0,
             open_interval: Duration::from_secs(1),
+            open_copies_left: 0,
+            extra_responses: 0,
             pending: Pending::default(),
             timers: Timers::default(),
             last_rx: now,
@@ -358,6 +368,10 @@ impl Connection {
                 // 3.5 s (R10).
                 if self.side == Side::Active && self.config.open_null_ack {
                     s.null_ack_pending = true;
+                    // Redundant like the first OPEN (R32): over encryption
+                    // it is what validates our address for the passive
+                    // end's first GOs, so losing it costs a control timer.
+                    s.null_ack_copies = self.config.open_copies.saturating_sub(1);
                 }
                 DataPart::Sender(Box::new(s))
             }
@@ -365,6 +379,9 @@ impl Connection {
                 let mut r = Receiver::new(self.params, &self.config);
                 r.feedback.enabled = self.feedback;
                 r.offers = self.offers;
+                if self.config.size_hint {
+                    r.set_size_hint(self.transfer_size);
+                }
                 if let Some(l) = self.limits {
                     r.set_cap(l.max_bps);
                 }
@@ -741,6 +758,9 @@ impl Connection {
             // RFC 998 §5.1: "If it is an OPEN packet, the passive NETBLT sends
             // another RESPONSE (assuming that a previous RESPONSE packet was
             // sent and lost ...)".
+            if self.pending.response {
+                self.extra_responses = (self.extra_responses + 1).min(2);
+            }
             self.pending.response = true;
         } else {
             // "A non-matching unique ID must be treated as an attempt to open

@@ -36,6 +36,10 @@ struct RecvBuffer {
     highest: Option<u32>,
     /// Packet count, known once LDATA arrived (or assumed full otherwise).
     count: Option<u32>,
+    /// Packet count the OPEN's transfer size implies (R33): a hint for the
+    /// data timer and the tail, never for judging packets (a file may grow
+    /// or shrink while it is sent).
+    hint: Option<u32>,
     /// Byte length, known once LDATA arrived.
     len: Option<usize>,
     /// Some packet carried the last-buffer flag.
@@ -53,7 +57,7 @@ struct RecvBuffer {
 
 impl RecvBuffer {
     fn expected(&self, full: u32) -> u32 {
-        self.count.unwrap_or(full)
+        self.count.or(self.hint).unwrap_or(full)
     }
 
     fn remaining(&self, full: u32) -> u32 {
@@ -139,6 +143,8 @@ pub(crate) struct Receiver {
     /// Smoothed control round trip, kept current by the connection.
     pub(crate) srtt: Duration,
     max_data_timer: Duration,
+    /// The transfer size, as a hint for the buffers' packet counts (R33).
+    size_hint: Option<u64>,
     /// How data timers are set ([`Config::data_timer`]).
     policy: DataTimerPolicy,
     /// FEEDBACK reports, when the extension was negotiated.
@@ -182,6 +188,7 @@ impl Receiver {
                 .unwrap_or(u16::MAX),
             srtt: Duration::ZERO,
             max_data_timer: (config.death_timeout / 4).max(config.min_data_timer_margin),
+            size_hint: None,
             policy: config.data_timer,
             feedback: FeedbackOut::default(),
         }
@@ -288,8 +295,10 @@ impl Receiver {
                 buffer: number,
             });
             stats.control_messages += 1;
+            let hint = self.hinted_count(number);
             self.bufs.push_back(RecvBuffer {
                 number,
+                hint,
                 state: RecvState::AckWait,
                 data,
                 got: BitSet::new(self.full as usize),
@@ -306,6 +315,33 @@ impl Receiver {
                 ok_acked: false,
             });
         }
+    }
+
+    /// The transfer size from OPEN/RESPONSE, when given (R33).
+    pub(crate) fn set_size_hint(&mut self, bytes: u32) {
+        self.size_hint = (bytes > 0).then_some(u64::from(bytes));
+    }
+
+    /// How many packets buffer `number` should hold by the transfer size:
+    /// full ones, then the remainder in the last; `None` past the end or
+    /// without a size. RFC 998 §3 calls the size informational, so this
+    /// only shortens waits: it is what lets a receiver that lost the last
+    /// buffer's LDATA ask for it after a packet's time rather than a full
+    /// buffer's, and at the first expiry rather than the second (R33).
+    fn hinted_count(&self, number: u32) -> Option<u32> {
+        let size = self.size_hint?;
+        let bsz = u64::from(self.params.buffer_size.max(1));
+        let psz = u64::from(self.params.packet_size.max(1));
+        let buffers = size.div_ceil(bsz).max(1);
+        let n = u64::from(number);
+        if n == 0 || n > buffers {
+            return None;
+        }
+        if n < buffers {
+            return Some(self.full);
+        }
+        let rest = size - (buffers - 1) * bsz;
+        u32::try_from(rest.div_ceil(psz).max(1)).ok()
     }
 
     /// Packets still expected in buffers up to and including index `i`
@@ -753,6 +789,7 @@ impl Receiver {
             // message requesting all missing DATA packets in the buffer".
             let ask_tail = matches!(self.policy, DataTimerPolicy::Rfc998 { .. })
                 || b.count.is_some()
+                || b.hint.is_some_and(|h| h < full)
                 || newest_with_data.is_some_and(|j| j > i)
                 || b.backoff > 0;
             let upto = if ask_tail {

@@ -140,6 +140,9 @@ pub(crate) struct Sender {
     /// of what our NULL-ACKs told the receiver, as under a controller.
     app_limits: bool,
     pub(crate) null_ack_pending: bool,
+    /// Copies of the next NULL-ACK still to send with it: the active end's
+    /// first one goes as often as its first OPEN (`open_copies`, R32).
+    pub(crate) null_ack_copies: u8,
     /// Receiver's control timer from the latest OK (ms): sets the dally time.
     pub(crate) receiver_control_timer_ms: u16,
     pub(crate) all_acked: bool,
@@ -218,6 +221,7 @@ impl Sender {
             peer_cap: None,
             app_limits: false,
             null_ack_pending: false,
+            null_ack_copies: 0,
             receiver_control_timer_ms: 0,
             all_acked: false,
             bytes_given: 0,

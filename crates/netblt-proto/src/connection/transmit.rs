@@ -115,6 +115,13 @@ impl Connection {
             return None;
         }
         if std::mem::take(&mut self.pending.open) {
+            if self.open_copies_left > 0 {
+                // A redundant copy of the first OPEN (R32): not an attempt
+                // of its own, and no timer of its own.
+                self.open_copies_left -= 1;
+                self.pending.open = true;
+                return write(buf, ports, Repr::Open(self.open_repr())).map(Gathered::whole);
+            }
             // RFC 998 §5.1: "The active end sets a timer when it sends an OPEN
             // packet. When the timer expires, another OPEN packet is sent,
             // until some predetermined maximum number of OPEN packets have
@@ -125,6 +132,10 @@ impl Connection {
             return write(buf, ports, Repr::Open(self.open_repr())).map(Gathered::whole);
         }
         if std::mem::take(&mut self.pending.response) {
+            if self.extra_responses > 0 {
+                self.extra_responses -= 1;
+                self.pending.response = true;
+            }
             return write(buf, ports, Repr::Response(self.open_repr())).map(Gathered::whole);
         }
         if std::mem::take(&mut self.pending.quit) {
@@ -182,6 +193,10 @@ impl Connection {
             }
             DataPart::Sender(s) => {
                 if std::mem::take(&mut s.null_ack_pending) {
+                    if s.null_ack_copies > 0 {
+                        s.null_ack_copies -= 1;
+                        s.null_ack_pending = true;
+                    }
                     return self.null_ack(buf, ports);
                 }
                 if open {

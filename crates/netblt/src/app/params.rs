@@ -135,6 +135,8 @@ pub(crate) fn config(
         pacing_clock: PacingClock::Virtual,
         confirm_last_buffer: true,
         open_null_ack: true,
+        open_copies: 2,
+        size_hint: true,
         min_buffers: Some(MIN_QUEUED_BUFFERS),
         initial_gos: Some(MIN_QUEUED_BUFFERS),
         max_datagram: if v6 { 1452 } else { 1472 },

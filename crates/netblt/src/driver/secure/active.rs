@@ -273,8 +273,8 @@ impl ActiveSecurity {
                 if HandshakeMessage::parse(&d[netblt_wire::HEADER_LEN..]).is_ok() =>
             {
                 // A late copy of the handshake's response (our initiation
-                // was repeated), not a sealed RESPONSE: nothing to open.
-                self.report.dropped += 1;
+                // was repeated, or sent twice at first: R32), not a sealed
+                // RESPONSE: nothing to open, and nothing amiss to count.
                 Rx::Drop
             }
             (PROTECTED, t) if t != OPEN => {

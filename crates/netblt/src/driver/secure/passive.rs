@@ -91,6 +91,9 @@ struct Peer {
     finish: Option<Vec<u8>>,
     /// The engine has a connection for this peer (abort it on expiry).
     engine: bool,
+    /// The initiation came again before our RESPONSE was written (the
+    /// sender's redundant first OPEN, R32): send the RESPONSE twice.
+    answer_twice: bool,
 }
 
 /// Stateless replies (cookies, refusals) queued at most: a few sendmmsg
@@ -529,6 +532,10 @@ impl PassiveSecurity {
                     } else {
                         self.flood.amplification_blocked += 1;
                     }
+                } else {
+                    // A redundant copy that came before the engine's
+                    // RESPONSE was written: owed a copy of it (R32).
+                    p.answer_twice = true;
                 }
             } else {
                 self.report.dropped += 1;
@@ -640,6 +647,7 @@ impl PassiveSecurity {
                         deferred,
                         finish: None,
                         engine,
+                        answer_twice: false,
                     },
                 );
                 self.flood.peak_peers = self.flood.peak_peers.max(self.peers.len() as u64);
@@ -912,6 +920,13 @@ impl PassiveSecurity {
                 }
                 buf.get_mut(..r.len())?.copy_from_slice(&r);
                 let l = r.len();
+                if std::mem::take(&mut p.answer_twice) {
+                    if p.amp.try_send(r.len()) {
+                        self.outbox.push_back((to, r.clone()));
+                    } else {
+                        self.flood.amplification_blocked += 1;
+                    }
+                }
                 p.response = Some(r);
                 l
             }
