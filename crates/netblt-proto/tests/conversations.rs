@@ -438,6 +438,21 @@ fn a_last_ok_unanswered_after_done_ends_the_receiver_soon() {
     assert!(waited < Duration::from_millis(2500), "waited {waited:?}");
 }
 
+/// An active WRITE end from port 5000 to 7000 offering 10,000 bytes.
+fn active(cfg: Config, uid: u32) -> Connection {
+    Connection::connect(
+        cfg,
+        netblt_proto::Mode::Write,
+        uid,
+        5000,
+        7000,
+        Some(10_000),
+        vec![],
+        Instant::ZERO,
+    )
+    .unwrap()
+}
+
 /// `open_copies` (R32): the first OPEN goes twice at once, later ones once
 /// per timer; the copy is no attempt of its own, so the give-up time and
 /// the attempt count are RFC 998's as before.
@@ -447,17 +462,7 @@ fn the_first_open_goes_twice_and_the_copy_is_not_an_attempt() {
         open_copies: 2,
         ..config(1000, 10_000, 2)
     };
-    let mut a = Connection::connect(
-        cfg.clone(),
-        netblt_proto::Mode::Write,
-        7,
-        5000,
-        7000,
-        Some(10_000),
-        vec![],
-        Instant::ZERO,
-    )
-    .unwrap();
+    let mut a = active(cfg.clone(), 7);
     let mut buf = vec![0u8; 2048];
     let mut opens_at = Vec::new();
     let mut now = Instant::ZERO;
@@ -480,17 +485,7 @@ fn the_first_open_goes_twice_and_the_copy_is_not_an_attempt() {
         other => panic!("{other:?}"),
     }
     // Sent once by default.
-    let mut b = Connection::connect(
-        config(1000, 10_000, 2),
-        netblt_proto::Mode::Write,
-        8,
-        5000,
-        7000,
-        Some(10_000),
-        vec![],
-        Instant::ZERO,
-    )
-    .unwrap();
+    let mut b = active(config(1000, 10_000, 2), 8);
     let mut n_open = 0;
     while b.poll_transmit(Instant::ZERO, &mut buf).is_some() {
         n_open += 1;
@@ -508,17 +503,7 @@ fn each_copy_of_an_open_draws_a_response() {
         open_copies: 2,
         ..config(1000, 10_000, 2)
     };
-    let mut a = Connection::connect(
-        cfg.clone(),
-        netblt_proto::Mode::Write,
-        9,
-        5000,
-        7000,
-        Some(10_000),
-        vec![],
-        Instant::ZERO,
-    )
-    .unwrap();
+    let mut a = active(cfg.clone(), 9);
     let mut buf = vec![0u8; 2048];
     let mut opens = Vec::new();
     while let Some(n) = a.poll_transmit(Instant::ZERO, &mut buf) {
