@@ -265,6 +265,13 @@ pub struct Config {
     /// LDATA alone. Default false (the data timers of RFC 1030's
     /// implementation); the tool turns it on.
     pub size_hint: bool,
+    /// Once every packet of the transfer has been sent once, a data sender
+    /// sends each packet a RESEND asks for twice (R34): the path has
+    /// nothing else to carry then, and at loss p a round of k resends
+    /// needs another round with probability 1-(1-p^2)^k instead of
+    /// 1-(1-p)^k, a round trip each (0.6 s at 600 ms). Default false
+    /// (RFC 998's one copy); the tool turns it on.
+    pub double_tail: bool,
     /// Control timer before any round trip has been measured. RFC 998 §5.2.1:
     /// "It can have as its initial value an arbitrary number." Default 1 s.
     pub initial_control_timeout: Duration,
@@ -340,6 +347,7 @@ impl Default for Config {
             open_attempts: 8,
             open_copies: 1,
             size_hint: false,
+            double_tail: false,
             initial_control_timeout: Duration::from_secs(1),
             min_control_timeout: Duration::from_millis(2),
             max_control_timeout: Duration::from_secs(60),

@@ -140,6 +140,8 @@ pub(crate) struct Sender {
     /// of what our NULL-ACKs told the receiver, as under a controller.
     app_limits: bool,
     pub(crate) null_ack_pending: bool,
+    /// [`Config::double_tail`] (R34).
+    double_tail: bool,
     /// Copies of the next NULL-ACK still to send with it: the active end's
     /// first one goes as often as its first OPEN (`open_copies`, R32).
     pub(crate) null_ack_copies: u8,
@@ -222,6 +224,7 @@ impl Sender {
             app_limits: false,
             null_ack_pending: false,
             null_ack_copies: 0,
+            double_tail: config.double_tail,
             receiver_control_timer_ms: 0,
             all_acked: false,
             bytes_given: 0,
@@ -573,6 +576,11 @@ impl Sender {
                 ControlMessageRef::Resend {
                     buffer, packets, ..
                 } => {
+                    // R34: every packet sent once already, nothing new to
+                    // carry: resends go twice.
+                    let tail = self.double_tail
+                        && self.last_given
+                        && self.bufs.iter().all(|b| b.next_new >= b.count);
                     // With rate control on, a packet sent less than a base
                     // round trip before this RESEND arrived cannot have
                     // reached the receiver when it asked: it is in flight
@@ -602,7 +610,7 @@ impl Sender {
                                 stats.premature_resends += 1;
                             } else if p < b.next_new {
                                 b.resend.insert(p as usize);
-                                if rec.is_some_and(|r| r.sends >= DOUBLE_AFTER)
+                                if (tail || rec.is_some_and(|r| r.sends >= DOUBLE_AFTER))
                                     && b.twice.insert(p as usize)
                                 {
                                     stats.resends_doubled += 1;

@@ -137,6 +137,7 @@ pub(crate) fn config(
         open_null_ack: true,
         open_copies: 2,
         size_hint: true,
+        double_tail: true,
         min_buffers: Some(MIN_QUEUED_BUFFERS),
         initial_gos: Some(MIN_QUEUED_BUFFERS),
         max_datagram: if v6 { 1452 } else { 1472 },
