@@ -3,7 +3,8 @@
 //! time, and the input decides, step by step, what the wire does: deliver, drop, duplicate,
 //! reorder, corrupt a packet in flight, inject bytes of its own from the peer's address or a
 //! stranger's, move the peer to a new address, change either end's rate limits (a data
-//! receiver's go to the sender in its OKs), or let time pass. Either direction (WRITE or
+//! receiver's go to the sender in its OKs), or let time pass. With or without the tool's
+//! additions (redundant first OPEN, the size hint, doubled tail resends). Either direction (WRITE or
 //! READ), RFC 998's fixed rate or the adaptive controller with FEEDBACK. Nothing may panic;
 //! time never runs backwards for the engine; a transfer that ends well has delivered exactly
 //! the bytes sent, in order, when no packet was corrupted or injected.
@@ -22,8 +23,12 @@ const PORT: u16 = 7000;
 const CLIENT_PORT: u16 = 5000;
 const LEN: usize = 40_000;
 
-fn config(adaptive: bool) -> Config {
+fn config(adaptive: bool, tool: bool) -> Config {
     Config {
+        // The tool's additions to RFC 998's behaviour (R32-R34), or none.
+        open_copies: if tool { 2 } else { 1 },
+        size_hint: tool,
+        double_tail: tool,
         params: TransferParams {
             packet_size: 1000,
             buffer_size: 4_000,
@@ -83,10 +88,11 @@ fuzz_target!(|raw: &[u8]| {
     let flags = input.byte();
     let mode = if flags & 1 == 0 { Mode::Write } else { Mode::Read };
     let adaptive = flags & 2 != 0;
+    let tool = flags & 4 != 0;
     let data: Vec<u8> = (0..LEN).map(|i| (i * 7 + i / 251) as u8).collect();
     let mut now = Instant::ZERO;
     let mut client = match Connection::connect(
-        config(adaptive),
+        config(adaptive, tool),
         mode,
         0xfeed,
         CLIENT_PORT,
@@ -98,7 +104,7 @@ fuzz_target!(|raw: &[u8]| {
         Ok(c) => c,
         Err(_) => return,
     };
-    let mut ep = Endpoint::new(config(adaptive), PORT);
+    let mut ep = Endpoint::new(config(adaptive, tool), PORT);
     let mut client_addr: SocketAddr = "192.0.2.1:5000".parse().unwrap();
     let stranger: SocketAddr = "198.51.100.2:5000".parse().unwrap();
     let mut handle: Option<ConnectionHandle> = None;
