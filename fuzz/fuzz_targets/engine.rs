@@ -40,7 +40,11 @@ fn config(adaptive: bool, tool: bool) -> Config {
         death_timeout: Duration::from_secs(5),
         rate_feedback: adaptive,
         rate: RateConfig {
-            policy: if adaptive { Policy::Fair } else { Policy::Fixed },
+            policy: if adaptive {
+                Policy::Fair
+            } else {
+                Policy::Fixed
+            },
             ..RateConfig::default()
         },
         ..Config::default()
@@ -86,7 +90,11 @@ fn feed(conn: &mut Connection, data: &[u8], pushed: &mut usize) {
 fuzz_target!(|raw: &[u8]| {
     let mut input = Input(raw);
     let flags = input.byte();
-    let mode = if flags & 1 == 0 { Mode::Write } else { Mode::Read };
+    let mode = if flags & 1 == 0 {
+        Mode::Write
+    } else {
+        Mode::Read
+    };
     let adaptive = flags & 2 != 0;
     let tool = flags & 4 != 0;
     let data: Vec<u8> = (0..LEN).map(|i| (i * 7 + i / 251) as u8).collect();
@@ -229,7 +237,9 @@ fuzz_target!(|raw: &[u8]| {
                 }
                 if op & 64 != 0 {
                     let moved: SocketAddr =
-                        format!("203.0.113.{}:{}", pick % 250 + 1, 40_000 + pick).parse().unwrap();
+                        format!("203.0.113.{}:{}", pick % 250 + 1, 40_000 + pick)
+                            .parse()
+                            .unwrap();
                     if ep.migrate(client_addr, CLIENT_PORT, moved).is_some() {
                         client_addr = moved;
                     }
