@@ -148,8 +148,14 @@ impl TransferParams {
 
     /// Nominal data rate in bits per second (data bytes only).
     pub fn rate_bps(&self) -> f64 {
-        f64::from(self.burst_size) * f64::from(self.packet_size) * 8.0 * 1000.0
-            / f64::from(self.burst_interval_ms.max(1))
+        Self::burst_rate_bps((self.burst_size, self.burst_interval_ms), self.packet_size)
+    }
+
+    /// The data rate of a burst of `size` packets of `packet_size` bytes
+    /// every `interval_ms`, in bits per second (the inverse of
+    /// [`burst_for_rate`](Self::burst_for_rate)).
+    pub fn burst_rate_bps((size, interval_ms): (u16, u16), packet_size: u16) -> f64 {
+        f64::from(size) * f64::from(packet_size) * 8000.0 / f64::from(interval_ms.max(1))
     }
 
     /// Burst size and interval giving `bps` bits of data per second with
@@ -411,9 +417,7 @@ mod tests {
 
     #[test]
     fn burst_for_rate() {
-        let rate = |(size, interval): (u16, u16), psz: u16| {
-            f64::from(size) * f64::from(psz) * 8000.0 / f64::from(interval)
-        };
+        let rate = TransferParams::burst_rate_bps;
         // 1 Gb/s with 1400-byte segments: 89 packets per ms.
         assert_eq!(TransferParams::burst_for_rate(1_000_000_000, 1400), (89, 1));
         // 18.9 Mb/s with 1448-byte segments: 13 packets per 8 ms, not the

@@ -226,9 +226,7 @@ impl Receiver {
             return (self.params.burst_size, self.params.burst_interval_ms);
         }
         let psz = self.params.packet_size;
-        let rate = |(size, ms): (u16, u16)| {
-            f64::from(size) * f64::from(psz) * 8000.0 / f64::from(ms.max(1))
-        };
+        let rate = |burst| TransferParams::burst_rate_bps(burst, psz);
         match self.cap_bps {
             Some(cap) => {
                 let capped = TransferParams::burst_for_rate(cap.max(1), psz);

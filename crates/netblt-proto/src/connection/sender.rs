@@ -131,9 +131,6 @@ pub(crate) struct Sender {
     /// The receiver's OKs carry its own offer (the O flag negotiated at
     /// OPEN), not an echo: a rate below the agreed one is its limit (R31).
     pub(crate) receiver_offers: bool,
-    /// The rate the OPEN and RESPONSE agreed, bits/s: an offer at or above
-    /// it limits nothing.
-    open_bps: f64,
     /// The receiver's limit from its latest OK, bits/s (R31).
     peer_cap: Option<f64>,
     /// The application has set limits: OKs' burst values are then echoes
@@ -219,7 +216,6 @@ impl Sender {
             user_cap: None,
             user_min: 0.0,
             receiver_offers: false,
-            open_bps: params.rate_bps(),
             peer_cap: None,
             app_limits: false,
             null_ack_pending: false,
@@ -688,10 +684,12 @@ impl Sender {
             // it is the receiver's limit, at or above it no limit; it
             // bounds our controller or fixed rate as the application's cap
             // does, and a change goes back in a NULL-ACK.
-            let offered =
-                f64::from(burst_size.max(1)) * f64::from(self.params.packet_size) * 8000.0
-                    / f64::from(interval_ms.max(1));
-            let cap = (offered < self.open_bps * 0.999).then_some(offered);
+            // `agreed` stays the RESPONSE's burst here: only the path
+            // below, for peers without the O flag, renegotiates it.
+            let psz = self.params.packet_size;
+            let offered = TransferParams::burst_rate_bps((burst_size.max(1), interval_ms), psz);
+            let agreed = TransferParams::burst_rate_bps(self.agreed, psz);
+            let cap = (offered < agreed * 0.999).then_some(offered);
             if cap != self.peer_cap {
                 tracing::debug!(?cap, "the receiver's offer changed");
                 self.peer_cap = cap;
@@ -749,8 +747,7 @@ impl Sender {
     /// receiver's cap when it is slower. Whether the burst values changed.
     fn apply_fixed(&mut self) -> bool {
         let (mut size, mut interval) = self.agreed;
-        let agreed = f64::from(size) * f64::from(self.params.packet_size) * 8000.0
-            / f64::from(interval.max(1));
+        let agreed = TransferParams::burst_rate_bps((size, interval), self.params.packet_size);
         if let Some(cap) = self.cap().filter(|&c| c < agreed) {
             (size, interval) = TransferParams::burst_for_rate(cap as u64, self.params.packet_size);
             size = size.clamp(1, self.max_burst_size.max(1));

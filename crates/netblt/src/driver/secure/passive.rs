@@ -403,12 +403,8 @@ impl PassiveSecurity {
                 Rx::Drop
             }
             (PROTECTED, _) => {
-                if !self.peers.contains_key(&key) {
-                    return self.opened_from_new_address(key, d);
-                }
                 let Some(p) = self.peers.get_mut(&key) else {
-                    self.report.dropped += 1;
-                    return Rx::Drop;
+                    return self.opened_from_new_address(key, d);
                 };
                 let State::Established(pr) = &mut p.state else {
                     // FINISH not read yet (rule 3): dropped, never buffered.
