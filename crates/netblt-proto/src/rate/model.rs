@@ -909,7 +909,9 @@ impl RateController for Model {
             // FAST is a window: the pacing rate (window over the last
             // round's round trip) lags a growing queue by a round, the cap
             // does not.
-            let cap = w * 1.05 + 2.0 * f64::from(self.packet_bytes) + self.feedback_allowance();
+            let cap = w * 1.05 / (1.0 - self.noise)
+                + 2.0 * f64::from(self.packet_bytes)
+                + self.feedback_allowance();
             return Some(cap as u64);
         }
         let bdp = self.bdp_bytes()?;
