@@ -595,6 +595,17 @@ impl Model {
                 let ceiling = self.bottleneck() / 8.0 * (base.as_secs_f64() + over) + alpha;
                 new = new.max(grown.min(ceiling.max(w)));
             }
+            // An empty queue with a window under the path's estimated pipe
+            // leaves the link idle for certain: go back to FAST's
+            // equilibrium at the estimated rate at once, not by the growth
+            // steps above, which begin a round later (R37). Draining a probe's
+            // queue, FAST's cut (on the round's mean delay, a round late)
+            // went on after the queue had gone: at 300 ms it paced 3 % under
+            // the path for two rounds of every eight.
+            let pipe = self.bottleneck() / 8.0 * base.as_secs_f64() + alpha;
+            if w < pipe {
+                new = new.max(pipe.min(2.0 * w));
+            }
             self.reason = RateReason::Probing;
         } else {
             self.fast_grow = 0;
