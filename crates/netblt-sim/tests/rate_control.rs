@@ -177,15 +177,8 @@ fn five_percent_loss_each_way_on_a_short_path() {
 /// sender at 0.97 of the path (decision R35).
 #[test]
 fn five_percent_loss_at_a_hundred_ms_keeps_the_link_busy() {
-    let r = run(
-        15.0,
-        bottleneck(250_000, 0.05),
-        vec![netblt("fair", PolicySpec::Fair, 100.0, 0.0)],
-    );
-    let g = goodput(&r, 0, 3.0, 15.0);
-    let share = g / (C as f64 * 0.95 * PAYLOAD);
-    println!("steady goodput {:.2} Mb/s, {share:.4} of the path", g / 1e6);
-    assert!(share > 0.98, "goodput {g}: {share:.4} of the path");
+    let share = share_alone_at_five_percent(100.0, 15.0, 3.0);
+    assert!(share > 0.98, "{share:.4} of the path");
 }
 
 /// 300 ms and 5 % loss, alone: after a probe's queue drains, the window
@@ -194,15 +187,24 @@ fn five_percent_loss_at_a_hundred_ms_keeps_the_link_busy() {
 /// under-used for two rounds of every eight: 0.968.
 #[test]
 fn at_three_hundred_ms_the_drains_leave_the_link_busy() {
+    let share = share_alone_at_five_percent(300.0, 25.0, 5.0);
+    assert!(share > 0.972, "{share:.4} of the path");
+}
+
+/// One `fair` flow alone at `rtt_ms` with 5 % loss and a queue of one
+/// bandwidth-delay product: its goodput from `from_s` to the end of the
+/// run, as a share of what the path can carry, C (1 - p) payload/wire.
+fn share_alone_at_five_percent(rtt_ms: f64, duration_s: f64, from_s: f64) -> f64 {
+    let bdp = (C as f64 / 8.0 * rtt_ms / 1000.0) as usize;
     let r = run(
-        25.0,
-        bottleneck(750_000, 0.05),
-        vec![netblt("fair", PolicySpec::Fair, 300.0, 0.0)],
+        duration_s,
+        bottleneck(bdp, 0.05),
+        vec![netblt("fair", PolicySpec::Fair, rtt_ms, 0.0)],
     );
-    let g = goodput(&r, 0, 5.0, 25.0);
+    let g = goodput(&r, 0, from_s, duration_s);
     let share = g / (C as f64 * 0.95 * PAYLOAD);
     println!("steady goodput {:.2} Mb/s, {share:.4} of the path", g / 1e6);
-    assert!(share > 0.972, "goodput {g}: {share:.4} of the path");
+    share
 }
 
 #[test]
