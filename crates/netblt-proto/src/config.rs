@@ -272,10 +272,11 @@ pub struct Config {
     /// implementation); the tool turns it on.
     pub size_hint: bool,
     /// Once every packet of the transfer has been sent once, a data sender
-    /// sends each packet a RESEND asks for twice (R34): the path has
-    /// nothing else to carry then, and at loss p a round of k resends
-    /// needs another round with probability 1-(1-p^2)^k instead of
-    /// 1-(1-p)^k, a round trip each (0.6 s at 600 ms). Default false
+    /// sends a packet a RESEND asks for twice (R34): the path has nothing
+    /// else to carry then, and at loss p a round of k resends needs another
+    /// round with probability 1-(1-p^2)^k instead of 1-(1-p)^k, a round
+    /// trip each (0.6 s at 600 ms). Only where the copy is likely to save
+    /// that round, and within a budget of copies (R39). Default false
     /// (RFC 998's one copy); the tool turns it on.
     pub double_tail: bool,
     /// Control timer before any round trip has been measured. RFC 998 §5.2.1:
@@ -374,6 +375,20 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The recovery a tool on a real path wants, beyond RFC 998's: two
+    /// copies of the first OPEN (R32), the transfer size as a data-timer
+    /// hint (R33) and the tail's resends doubled (R34, within the budget of
+    /// R39). The tool and the simulator's `tool_recovery` flows both take
+    /// it from here, so that what the simulator shows is what the tool does.
+    pub fn with_tool_recovery(self) -> Self {
+        Config {
+            open_copies: 2,
+            size_hint: true,
+            double_tail: true,
+            ..self
+        }
+    }
+
     /// Our death timer as sent on the wire: whole seconds, at least 1.
     pub fn death_timer_secs(&self) -> u16 {
         u16::try_from(self.death_timeout.as_secs().max(1)).unwrap_or(u16::MAX)

@@ -131,6 +131,24 @@ fn a_packet_lost_twice_is_resent_twice() {
 }
 
 #[test]
+fn the_extra_copies_keep_resends_within_five_percent_of_the_losses() {
+    // Decision R39: R12's copies and the tool's doubled tail (R34) share a
+    // budget, so that what is resent stays within issue 9's bound of 1.05
+    // times what the path lost. 20 Mb/s, 600 ms, 5 % loss: without the
+    // budget the doubled tail alone resent 1.09 times the losses here.
+    let cfg = config(64, Some(4)).with_tool_recovery();
+    let r = run(cfg, 12_000_000, 20.0 * MBIT, 600, 0.05, 13);
+    let st = &r.stats;
+    let ratio = st.data_packets_retransmitted as f64 / r.path_losses as f64;
+    println!(
+        "resent {}, doubled {}, lost {}: {ratio:.3}",
+        st.data_packets_retransmitted, st.resends_doubled, r.path_losses
+    );
+    assert!(st.resends_doubled > 0, "no copies at all");
+    assert!(ratio <= 1.05, "resent {ratio:.3} times the losses");
+}
+
+#[test]
 fn a_buffer_the_sender_has_not_reached_is_not_asked_for() {
     // Decision R13: 64 buffers GO'd, 4 to about 20 queued by the sender.
     // The GO'd buffers it has not reached must not be asked for (RESENDs

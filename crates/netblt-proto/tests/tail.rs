@@ -1,55 +1,77 @@
-//! The end of a transfer on a lossy path (decision R34): once every packet
-//! has been sent once, resends go twice, so the last rounds of RESENDs are
-//! fewer. Explicit time, 50 ms each way, 5 % loss each way, twenty seeds.
+//! The end of a transfer on a lossy path (decisions R34 and R39): once every
+//! packet has been sent once, a resend whose second copy is likely to save
+//! a round of RESENDs goes twice, within a budget of copies. Explicit time,
+//! a 20 Mb/s bottleneck, 50 ms each way, loss each way, twenty seeds.
+//!
+//! What the copies save is for the benchmarks (docs/decisions.md, R39).
+//! Here, at 5 %, the tail's extra rounds come as often from lost control
+//! messages as from lost resends: doubling every tail resend (R34 before
+//! R39, 528 copies in twenty runs) took the mean finish from 3.193 s to
+//! 3.128 s, and R39's budget (296 copies) leaves it at 3.230 s.
 
 mod pair;
 
 use netblt_proto::{Duration, Policy};
-use pair::{pattern, Impair, Pair};
+use pair::{pattern, Bottleneck, Impair, Pair};
 
-/// When the sender finished, for each seed.
-fn finish_times(double_tail: bool) -> Vec<f64> {
+/// When the sender finished, and the copies it made, for each seed.
+fn finish_times(double_tail: bool, loss: f64) -> Vec<(f64, u64)> {
     (0..20)
         .map(|seed| {
             let cfg = netblt_proto::Config {
                 double_tail,
                 ..pair::adaptive_config(Policy::Fair, 32)
             };
-            let mut p = Pair::write(cfg.clone(), cfg, pattern(3_000_000, seed), seed);
+            let mut p = Pair::write(cfg.clone(), cfg, pattern(6_000_000, seed), seed);
             p.latency = Duration::from_millis(50);
+            p.bottleneck = Some(Bottleneck::new(20e6, 250_000));
             let imp = Impair {
-                loss: 0.05,
+                loss,
                 ..Impair::default()
             };
             p.impair_ab = imp;
             p.impair_ba = imp;
             assert!(p.drive(20_000_000), "seed {seed}: did not finish");
             assert!(p.received == p.sent_data, "seed {seed}: bytes differ");
-            p.a.stats()
-                .completed_at
-                .expect("finished")
-                .since_zero()
-                .as_secs_f64()
+            let st = p.a.stats();
+            let at = st.completed_at.expect("finished").since_zero();
+            (at.as_secs_f64(), st.resends_doubled)
         })
         .collect()
 }
 
+fn copies(v: &[(f64, u64)]) -> u64 {
+    v.iter().map(|r| r.1).sum()
+}
+
+fn mean_time(v: &[(f64, u64)]) -> f64 {
+    v.iter().map(|r| r.0).sum::<f64>() / v.len() as f64
+}
+
 #[test]
-fn doubled_resends_at_the_end_shorten_the_tail() {
-    let single = finish_times(false);
-    let double = finish_times(true);
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let worst = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+fn the_tail_is_doubled_where_a_copy_is_worth_it() {
+    // 5 % loss, a pipe of 180 packets: about 9 resends in the tail's first
+    // round, each lost again with 5 %: a copy is worth its packet (R39).
+    let single = finish_times(false, 0.05);
+    let double = finish_times(true, 0.05);
     eprintln!(
-        "mean {:.3} s, worst {:.3} s with one copy; mean {:.3} s, worst {:.3} s with two",
-        mean(&single),
-        worst(&single),
-        mean(&double),
-        worst(&double)
+        "5 %: mean {:.3} s with one copy, {:.3} s with the tail doubled; copies {} and {}",
+        mean_time(&single),
+        mean_time(&double),
+        copies(&single),
+        copies(&double)
     );
-    // A round trip is 100 ms.
-    assert!(
-        mean(&double) + 0.05 < mean(&single),
-        "{double:?} vs {single:?}"
-    );
+    assert!(copies(&double) > copies(&single) + 20 * 4);
+    // The copies stay within R39's budget: 3.5 % of the ~300 packets asked
+    // for per run, and 8 more.
+    assert!(copies(&double) <= 20 * 19, "{double:?}");
+}
+
+#[test]
+fn at_a_tenth_of_a_percent_the_tail_is_not_doubled() {
+    // A resend is lost again one time in a thousand: its copy almost never
+    // saves a round (R39), so none is made.
+    let double = finish_times(true, 0.001);
+    eprintln!("0.1 %: {double:?}");
+    assert_eq!(copies(&double), 0, "{double:?}");
 }

@@ -228,6 +228,10 @@ pub struct NetbltSpec {
     pub policy: PolicySpec,
     /// Adaptive policies: never slower than this (bits/s).
     pub min_rate_bps: u64,
+    /// The tool's recovery besides RFC 998's ([`Config::with_tool_recovery`]:
+    /// two first OPENs, the size hint, the doubled tail). Default false, so
+    /// that the reproductions keep RFC 1030's behaviour.
+    pub tool_recovery: bool,
 }
 
 impl Default for NetbltSpec {
@@ -249,6 +253,7 @@ impl Default for NetbltSpec {
             death_timeout_s: 30,
             policy: PolicySpec::Fixed,
             min_rate_bps: 0,
+            tool_recovery: false,
         }
     }
 }
@@ -294,6 +299,11 @@ impl NetbltSpec {
                 ..RateConfig::default()
             },
             ..Config::default()
+        };
+        let cfg = if self.tool_recovery {
+            cfg.with_tool_recovery()
+        } else {
+            cfg
         };
         // The passive end accepts up to what the active end offers.
         let receiver = Config {

@@ -135,14 +135,12 @@ pub(crate) fn config(
         pacing_clock: PacingClock::Virtual,
         confirm_last_buffer: true,
         open_null_ack: true,
-        open_copies: 2,
-        size_hint: true,
-        double_tail: true,
         min_buffers: Some(MIN_QUEUED_BUFFERS),
         initial_gos: Some(MIN_QUEUED_BUFFERS),
         max_datagram: if v6 { 1452 } else { 1472 },
         ..Config::default()
     }
+    .with_tool_recovery()
 }
 
 /// A passive end's rate control when it sends (READ mode, `get`): adaptive.
