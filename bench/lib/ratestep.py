@@ -15,6 +15,8 @@ import re
 import statistics
 import sys
 
+from wanstats import load
+
 OPPORTUNITY = 1500  # bytes per line of a Mahimahi trace
 HIGH, LOW = 100e6, 20e6
 PAYLOAD = {"adaptive": 1400, "bbr": 1448, "cubic": 1448}
@@ -36,14 +38,6 @@ def trace(phase):
             out.append(str(ms))
             acc -= 1
     sys.stdout.write("\n".join(out) + "\n")
-
-
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
 
 
 def wall(path):

@@ -35,6 +35,24 @@ fn bottleneck(queue_bytes: usize, loss: f64) -> BottleneckSpec {
     }
 }
 
+/// A lossless bottleneck at `high` bits/s that drops to `low` at `down_s`
+/// and comes back at `up_s`.
+fn stepped(queue_bytes: usize, high: u64, low: u64, down_s: f64, up_s: f64) -> BottleneckSpec {
+    let mut b = bottleneck(queue_bytes, 0.0);
+    b.rate_bps = Some(high);
+    b.rate_steps = vec![
+        RateStepSpec {
+            at_s: down_s,
+            rate_bps: low,
+        },
+        RateStepSpec {
+            at_s: up_s,
+            rate_bps: high,
+        },
+    ];
+    b
+}
+
 fn netblt(name: &str, policy: PolicySpec, rtt_ms: f64, start_s: f64) -> FlowSpec {
     FlowSpec {
         name: name.into(),
@@ -222,17 +240,7 @@ fn a_noisy_link_keeps_its_rate() {
 /// The path drops to a quarter and comes back: the rate follows both ways.
 #[test]
 fn a_rate_step_is_followed_down_and_up() {
-    let mut b = bottleneck(125_000, 0.0);
-    b.rate_steps = vec![
-        RateStepSpec {
-            at_s: 5.0,
-            rate_bps: C / 4,
-        },
-        RateStepSpec {
-            at_s: 10.0,
-            rate_bps: C,
-        },
-    ];
+    let b = stepped(125_000, C, C / 4, 5.0, 10.0);
     let r = run(16.0, b, vec![netblt("fair", PolicySpec::Fair, 50.0, 0.0)]);
     let low = goodput(&r, 0, 7.0, 10.0);
     let back = goodput(&r, 0, 12.0, 16.0);
@@ -257,18 +265,7 @@ fn a_rate_step_is_followed_down_and_up() {
 #[test]
 fn a_path_five_times_faster_is_filled_within_two_seconds() {
     let high = 5 * C;
-    let mut b = bottleneck(625_000, 0.0);
-    b.rate_bps = Some(high);
-    b.rate_steps = vec![
-        RateStepSpec {
-            at_s: 4.0,
-            rate_bps: C,
-        },
-        RateStepSpec {
-            at_s: 12.0,
-            rate_bps: high,
-        },
-    ];
+    let b = stepped(625_000, high, C, 4.0, 12.0);
     let r = run(16.0, b, vec![netblt("fair", PolicySpec::Fair, 50.0, 0.0)]);
     let low = goodput(&r, 0, 8.0, 12.0);
     let back = goodput(&r, 0, 13.0, 14.0);
