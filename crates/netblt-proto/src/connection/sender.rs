@@ -91,11 +91,9 @@ const COPY_BUDGET_TAIL_AGAIN: f64 = 0.035;
 const MIN_COPY_VALUE: f64 = 0.002;
 /// Copies allowed whatever was asked for, to R12's and to the tail's each:
 /// a short transfer has only a few resends, and each lost one costs a round
-/// trip (with R12's at 1.5 % alone, the randomized suite's heavy-loss runs
-/// ended by the death timer 39 times more in 10,000). Each has its own:
-/// sharing one, R12's copies took it all in a 6 MB transfer at 5 % loss
-/// before the tail came, and the tail's copies then saved nothing
-/// (`tests/tail.rs`).
+/// trip. Each has its own: sharing one, R12's copies took it all in a 6 MB
+/// transfer at 5 % loss before the tail came, and the tail's copies then
+/// saved nothing (`tests/tail.rs`).
 const COPY_FLOOR: f64 = 8.0;
 
 #[derive(Debug)]
