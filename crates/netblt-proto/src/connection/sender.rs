@@ -638,15 +638,12 @@ impl Sender {
                         .rate
                         .as_ref()
                         .map_or(0.0, |r| r.state().noise_loss.clamp(0.0, 0.5));
-                    let first_copy_pays = match self.rate.as_ref() {
-                        Some(_) if tail => {
-                            let p = noise;
+                    let first_copy_pays = tail
+                        && (self.rate.is_none() || {
                             let psz = u64::from(self.params.packet_size.max(1));
-                            let k = p * (self.inflight_bytes() / psz) as f64;
-                            p * (1.0 - p).powf(k) >= MIN_COPY_VALUE
-                        }
-                        _ => tail,
-                    };
+                            let k = noise * (self.inflight_bytes() / psz) as f64;
+                            noise * (1.0 - noise).powf(k) >= MIN_COPY_VALUE
+                        });
                     if let Some(b) = self.bufs.iter_mut().find(|b| b.number == buffer) {
                         b.go = true;
                         for p in packets.iter() {

@@ -394,6 +394,8 @@ impl Model {
             self.fast_rtt = self.min_rtt;
             self.fast_grow = 0;
             self.fast_found = 0;
+            // A new FAST period compares with its own rounds only (R40).
+            self.fast_prev_bw = 0.0;
             self.fast_cut = 0;
             self.fast_settle = true;
         }
@@ -615,7 +617,7 @@ impl Model {
                 // rate.
                 let over = (base.as_secs_f64() * 0.05).min(FAST_OVERSHOOT_MAX.as_secs_f64())
                     * f64::from(1u32 << self.fast_found);
-                let ceiling = self.bottleneck() / 8.0 * (base.as_secs_f64() + over) + alpha;
+                let ceiling = bw / 8.0 * (base.as_secs_f64() + over) + alpha;
                 new = new.max(grown.min(ceiling.max(w)));
             }
             // An empty queue with a window under the path's estimated pipe
@@ -625,7 +627,7 @@ impl Model {
             // queue, FAST's cut (on the round's mean delay, a round late)
             // went on after the queue had gone: at 300 ms it paced 3 % under
             // the path for two rounds of every eight.
-            let pipe = self.bottleneck() / 8.0 * base.as_secs_f64() + alpha;
+            let pipe = bw / 8.0 * base.as_secs_f64() + alpha;
             if w < pipe {
                 new = new.max(pipe.min(2.0 * w));
             }
