@@ -180,7 +180,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         done += 1;
         progress("RFC 1030 appendix IV, longer transfers", done, total);
     })?;
-    let timers = rfc1030_timers::run(&seeds, &mut || {
+    let timers = rfc1030_timers::run(&seeds, opts.quick, &mut || {
         done += 1;
         progress(
             "RFC 1030 appendices II-IV, data timer policies",
@@ -214,7 +214,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
     let nak_loss = rfc1106_sensitivity::nak_loss(&seeds, opts.quick)?;
     done += 1;
     progress("RFC 415 (TCP over loopback)", done, total);
-    let (cpu, cpu_err) = match rfc415::run(if opts.quick { 4 << 20 } else { 64 << 20 }) {
+    let (cpu, cpu_err) = match rfc415::run(if opts.quick { 1 << 20 } else { 64 << 20 }) {
         Ok(rows) => (rows, None),
         Err(e) => (Vec::new(), Some(format!("{e:#}"))),
     };
