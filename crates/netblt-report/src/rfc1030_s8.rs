@@ -172,6 +172,7 @@ pub fn run_one(n: usize, load: f64, duration_s: f64, seed: u64) -> anyhow::Resul
             trace: None,
             trace_file: None,
             delay_ms,
+            jitter_ms: 0.0,
             queue_bytes: bdp,
             aqm: AqmSpec::DropTail,
             loss: LossModel::None,

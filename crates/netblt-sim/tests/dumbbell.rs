@@ -16,6 +16,7 @@ fn bottleneck(rate_bps: u64, queue_bytes: usize) -> BottleneckSpec {
         trace: None,
         trace_file: None,
         delay_ms: 5.0,
+        jitter_ms: 0.0,
         queue_bytes,
         aqm: AqmSpec::DropTail,
         loss: LossModel::None,

@@ -24,6 +24,7 @@ fn bottleneck(queue_bytes: usize, loss: f64) -> BottleneckSpec {
         trace: None,
         trace_file: None,
         delay_ms: 5.0,
+        jitter_ms: 0.0,
         queue_bytes,
         aqm: AqmSpec::DropTail,
         loss: if loss > 0.0 {
@@ -276,6 +277,22 @@ fn a_path_five_times_faster_is_filled_within_two_seconds() {
     );
     assert!(low < 1.1 * C as f64, "low {low}");
     assert!(back > 0.9 * high as f64 * PAYLOAD, "back {back}");
+}
+
+/// R42: 2 ms of jitter on the bottleneck (uniform, in FIFO order), 100 ms,
+/// and a step from 20 back to 100 Mb/s. FAST reads the jitter as half of
+/// its alpha queued, so a window under the path's pipe looked like its
+/// equilibrium and grew by alpha / 4 a round: 43.5 Mb/s three to six seconds
+/// after the step before R42's probes (70 Mb/s with them).
+#[test]
+fn jitter_does_not_hold_the_rate_under_the_path() {
+    let high = 5 * C;
+    let mut b = stepped(1_250_000, high, C, 3.0, 8.0);
+    b.jitter_ms = 2.0;
+    let r = run(14.0, b, vec![netblt("fair", PolicySpec::Fair, 100.0, 0.0)]);
+    let back = goodput(&r, 0, 11.0, 14.0);
+    println!("3-6 s after the step up: {:.2} Mb/s", back / 1e6);
+    assert!(back > 0.6 * high as f64, "back {back}");
 }
 
 /// Sharing with the TCP model (CUBIC): neither flow starves. (The issue's

@@ -68,6 +68,11 @@ pub struct BottleneckSpec {
     /// flow's RTT, which must be at least twice this).
     #[serde(default)]
     pub delay_ms: f64,
+    /// Extra delay per packet after the queue, uniform in `[0, jitter_ms]`,
+    /// in FIFO order (netblt-link's `jitter`; the emulator's host scheduling
+    /// and a real path's do the same to the round trips a flow measures).
+    #[serde(default)]
+    pub jitter_ms: f64,
     /// Queue limit in bytes.
     pub queue_bytes: usize,
     /// Queue discipline.
@@ -431,6 +436,7 @@ impl Scenario {
             rate_steps: steps,
             trace,
             delay: ms("bottleneck.delay_ms", b.delay_ms)?,
+            jitter: ms("bottleneck.jitter_ms", b.jitter_ms)?,
             queue_limit_bytes: Some(b.queue_bytes),
             aqm,
             loss: b.loss.clone(),
