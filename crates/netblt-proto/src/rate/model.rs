@@ -176,6 +176,9 @@ pub struct Model {
     fast_probe: Option<(u64, f64, f64)>,
     /// R42: probes in a row that found more (each doubles the next).
     fast_probe_k: u32,
+    /// R42: probes in a row that found nothing (each doubles the wait for
+    /// the next, up to 8x).
+    fast_probe_misses: u32,
     /// R42: the last round a queue stood through (so the link was busy the
     /// whole round) and the rate it delivered of ours then, noise included.
     busy: Option<(u64, f64)>,
@@ -267,6 +270,7 @@ impl Model {
             fast_q_before: None,
             fast_probe: None,
             fast_probe_k: 0,
+            fast_probe_misses: 0,
             busy: None,
             busy_capped: false,
             calm_bps: 0.0,
@@ -414,6 +418,7 @@ impl Model {
             self.fast_cut = 0;
             self.fast_probe = None;
             self.fast_probe_k = 0;
+            self.fast_probe_misses = 0;
             self.fast_settle = true;
         }
         // Probe again after 4 to 8 rounds and 0.5 to 1 s, whichever is
@@ -443,6 +448,19 @@ impl Model {
     fn schedule_probe(&mut self, r: u32) {
         self.cruise_left = 4 + r % 5;
         self.cruise_until = self.now + Duration::from_millis(500 + u64::from(r >> 8) % 500);
+    }
+
+    /// FAST's next delivery probe (R42): the cruise schedule, stretched 2x
+    /// per probe in a row that found nothing, up to 8x. A lone flow at its
+    /// pipe finds nothing each time, and each probe's overshoot queues a
+    /// little and costs a little while FAST takes it back.
+    fn schedule_fast_probe(&mut self) {
+        let r = self.next_random();
+        self.schedule_probe(r);
+        let m = self.fast_probe_misses.min(3);
+        self.cruise_left <<= m;
+        let wait = self.cruise_until.saturating_duration_since(self.now);
+        self.cruise_until = self.now + wait * (1u32 << m);
     }
 
     fn end_round(&mut self, now: Instant) {
@@ -676,9 +694,11 @@ impl Model {
             if self.fast_found > 0 && self.fast_probe.is_none() {
                 // Growth that was finding capacity stopped at a little
                 // queue: it may be jitter (R42), so probe in the next round
-                // that allows it, not 0.5-1 s later.
+                // that allows it, not 0.5-1 s later (the path changed: no
+                // backoff from earlier misses).
                 self.cruise_left = 1;
                 self.cruise_until = self.now;
+                self.fast_probe_misses = 0;
             }
             self.fast_found = 0;
             self.reason = if own > 2.0 * alpha {
@@ -718,13 +738,14 @@ impl Model {
         if let Some((sent, bw0, share)) = self.fast_probe {
             if self.round >= sent + 2 {
                 self.fast_probe = None;
-                if bw >= bw0 * (1.0 + (share / 2.0).max(0.01)) && own <= alpha && room {
+                if bw >= bw0 * (1.0 + (share / 2.0).max(0.01)) && own <= alpha {
                     self.fast_probe_k = (self.fast_probe_k + 1).min(2);
+                    self.fast_probe_misses = 0;
                     probe = true;
                 } else {
                     self.fast_probe_k = 0;
-                    let r = self.next_random();
-                    self.schedule_probe(r);
+                    self.fast_probe_misses += 1;
+                    self.schedule_fast_probe();
                 }
             }
         } else if own <= alpha && own >= alpha / 2.0 {
@@ -738,8 +759,7 @@ impl Model {
             self.reason = RateReason::Probing;
         } else if probe {
             self.fast_probe_k = 0;
-            let r = self.next_random();
-            self.schedule_probe(r);
+            self.schedule_fast_probe();
         }
         // Cutting for six rounds did not shrink the queue: it is not ours
         // (a loss-based TCP keeps any queue full, and yielding to it would
