@@ -715,12 +715,13 @@ impl Model {
         // and the simulator with 2 ms of jitter at 37-49 Mb/s for 10 s.
         // Delay cannot tell that window from the full pipe; the delivery
         // rate can. So now and then (BBR's rhythm: 4-8 rounds and at least
-        // 0.5-1 s) a round with no more than alpha of its own queued sends
-        // one overshoot more (5 % of the base round trip, at most 10 ms of
-        // the estimated rate, as the growth above). If two rounds later the
-        // path delivered at least half of it more and nothing queued, the
-        // next probe goes at once and is twice as large (up to 4x);
-        // otherwise FAST's own rule takes the overshoot back.
+        // 0.5-1 s) a round with alpha / 2 to alpha of its own queued, and
+        // room (below), sends one overshoot more (5 % of the base round
+        // trip, at most 10 ms of the estimated rate, as the growth above).
+        // If two rounds later the path delivered at least half of it more
+        // with no more than alpha queued, the next probe goes at once and
+        // is twice as large (up to 4x); otherwise FAST's own rule takes the
+        // overshoot back and the next probe waits twice as long (up to 8x).
         let over_base = (base.as_secs_f64() * 0.05).min(FAST_OVERSHOOT_MAX.as_secs_f64());
         // Room: some packet of the round found (almost) nothing queued, so
         // what FAST reads as its queue is jitter, not a standing queue (among
@@ -1463,6 +1464,53 @@ mod tests {
         // higher, so one probe is all this script can show.)
         assert!(probes(800, false) >= 1, "a base not seen again for 12 s");
         assert!(probes(400, true) >= 1, "no PROBE_RTT after a competitor");
+    }
+
+    /// R42: jitter that FAST reads as about 0.75 alpha of its own queue
+    /// (round trips up to 1.8 ms over the base, uniform, so some packet of
+    /// each round sees almost no queue) on a path that delivers 94 Mb/s
+    /// and no more. FAST probes the delivery rate; each probe finds
+    /// nothing, so the waits between them grow.
+    #[test]
+    fn probes_that_find_nothing_come_less_often() {
+        let base = 50_000;
+        let (mut m, mut t) = cruising_alone(base);
+        // A window at the path's pipe (94 Mb/s x 50 ms), where the jitter
+        // is 0.76 alpha of it: FAST's own rule would grow it by a quarter
+        // alpha a round from there, and the path takes no more.
+        m.fast_w = Some(587_500.0);
+        let start = t;
+        let (mut early, mut late) = (0, 0);
+        let mut x: u32 = 7;
+        while t < start + 40_000_000 {
+            t += 5_000;
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            // Jitter uniform in 0-1.8 ms, and the queue a window past the
+            // pipe builds (11.75 bytes a microsecond at 94 Mb/s).
+            let queue = (m.fast_w.unwrap_or(0.0) - 587_500.0).max(0.0) / 11.75;
+            let rtt = base + u64::from(x % 1_800) + queue as u64;
+            let mut s = sample(t, rtt, m.pacing_bps().min(94e6));
+            s.inflight_bytes = 600_000;
+            let before = m.fast_probe.is_some();
+            m.on_sample(&s);
+            if !before && m.fast_probe.is_some() {
+                if t < start + 10_000_000 {
+                    early += 1;
+                } else if t >= start + 30_000_000 {
+                    late += 1;
+                }
+            }
+        }
+        println!("probes in the first 10 s {early}, in the last 10 s {late}");
+        // Every 4-8 rounds and 0.5-1 s would be about nine in 10 s (nine
+        // without the backoff); after misses, at most 8x as long.
+        assert!(early >= 2, "{early} probes in the first 10 s");
+        assert!(
+            late <= 4,
+            "{late} probes in the last 10 s ({early} in the first)"
+        );
     }
 
     /// R24: a competition ends and the competitor keeps a standing queue of
