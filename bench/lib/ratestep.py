@@ -142,10 +142,12 @@ def row(d, who, rep, phase, rtt):
         base = min(v for _, v in pings)
         q = lambda a, b: p95([v - base for t, v in pings if a <= t < b])
         # When the queue the down step left has gone: the first ping from
-        # which, for HOLD seconds, the queueing delay stays within issue 9's
-        # bound for a lone flow, max(5 ms, 0.1 x base). (A p95 over the rest
-        # of the phase mixes the drain with what follows it: R41, R42.)
-        bound = max(5.0, 0.1 * float(rtt))
+        # which, for HOLD seconds, the queueing delay stays under max(10 ms,
+        # 0.1 x base). (Issue 9's 5 ms floor is below what a delay-based flow
+        # keeps queued at 20 Mb/s: FAST's ten packets are 5.6 ms there. A p95
+        # over the rest of the phase mixes the drain with what follows it:
+        # R41, R42.)
+        bound = max(10.0, 0.1 * float(rtt))
         r["queue_drained_s"] = settle(
             [(t, v - base) for t, v in pings if t < 2 * phase], phase, lambda q: q <= bound)
         r["qdelay_p95_ms"] = {
