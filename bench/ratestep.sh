@@ -22,7 +22,8 @@
 # step in which the path delivered 90 % of its opportunities, the delivered
 # share per phase, and the queueing delay (`ping -i 0.1` beside the flow)
 # after each step, with the time after the down step from which it stays
-# under max(10 ms, 0.1 x RTT) for a second (the queue drained). REPS runs each, medians. Load average before and after.
+# under max(10 ms, 0.1 x RTT) for a second (the queue drained). REPS runs
+# each, medians. Load average before and after.
 # Environment: RTT (50), PHASE (10), REPS (3), CONTENDERS ("adaptive bbr
 # cubic"), NETBLT (binary; default: cargo build --release), OUT_JSON
 # (bench/results/ratestep-DATE.json), KEEP (1 keeps the raw files).

@@ -96,6 +96,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// comparison runs, not its figures; that keeps the test suite fast).
 pub fn run(seeds: &[u64], quick: bool, tick: &mut dyn FnMut()) -> anyhow::Result<Vec<PolicyRow>> {
     let mut out = Vec::new();
+    let step = if quick { 2 } else { 1 };
     for a in &rfc1030::APPENDICES {
         let path = path_of(a.profile)?;
         let seeds: &[u64] = if a.random {
@@ -106,7 +107,6 @@ pub fn run(seeds: &[u64], quick: bool, tick: &mut dyn FnMut()) -> anyhow::Result
         for choice in CHOICES {
             let (mut errs, mut rxm, mut dtmos) = (Vec::new(), Vec::new(), Vec::new());
             let (mut frag, mut whole) = (Vec::new(), Vec::new());
-            let step = if quick { 2 } else { 1 };
             for row in a.rows.iter().step_by(step) {
                 let o = run_row_with(&path, row, seeds, choice.policy(row))?;
                 if let Some(e) = crate::fmt::error_pct(row.speed, o.speed) {

@@ -753,14 +753,12 @@ impl Model {
             self.cruise_left = self.cruise_left.saturating_sub(1);
             probe = self.cruise_left == 0 && self.now >= self.cruise_until && room;
         }
-        if probe && own <= alpha {
+        // (Both ways to a probe above require no more than alpha queued.)
+        if probe {
             let extra = bw / 8.0 * over_base * f64::from(1u32 << self.fast_probe_k);
             new = new.max(w + extra);
             self.fast_probe = Some((self.round, bw, extra / w.max(1.0)));
             self.reason = RateReason::Probing;
-        } else if probe {
-            self.fast_probe_k = 0;
-            self.schedule_fast_probe();
         }
         // Cutting for six rounds did not shrink the queue: it is not ours
         // (a loss-based TCP keeps any queue full, and yielding to it would
@@ -825,13 +823,10 @@ impl Model {
         // the queue is someone else's, what we deliver follows what we send,
         // and capping every round halved the rate round after round (FAST's
         // test for a queue not ours then never saw its six rounds of cuts).
-        if own > 2.0 * alpha && !self.busy_capped {
-            if let Some((r, b)) = self.busy {
-                if r == self.round {
-                    new = new.min(b / 8.0 * base.as_secs_f64() + alpha);
-                    self.busy_capped = true;
-                }
-            }
+        let draining = own > 2.0 * alpha && !self.busy_capped;
+        if let Some((_, b)) = self.busy.filter(|&(r, _)| draining && r == self.round) {
+            new = new.min(b / 8.0 * base.as_secs_f64() + alpha);
+            self.busy_capped = true;
         }
         // min/max, not clamp: clamp panics if the bounds cross or are NaN.
         let new = new.min(2.0 * w).max(4.0 * pkt);
