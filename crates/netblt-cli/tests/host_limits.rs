@@ -175,7 +175,10 @@ fn a_receiver_whose_socket_buffer_is_too_small_is_named_as_socket_drops() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
-    write(&dir.path().join("f.bin"), &data(8_000_000, 6));
+    // 32 MB: with 8 MB, on a machine busy with a build, the whole transfer
+    // (123 ms at 518 Mb/s, debug build) was over before the test had found
+    // the receiver's socket and shrunk its buffer (CI, 2026-11-25).
+    write(&dir.path().join("f.bin"), &data(32_000_000, 6));
     let r = Recv::start(&[
         "--dir",
         dir.path().to_str().unwrap(),
