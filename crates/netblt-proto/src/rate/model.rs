@@ -170,6 +170,9 @@ pub struct Model {
     /// R43: the last round did not raise the estimate, but the one before
     /// did; `fast_found` is held over it (the delivery answers a round late).
     fast_found_held: bool,
+    /// FAST's last reading of its own queue and alpha, in bytes (for the
+    /// debug line).
+    fast_own: (f64, f64),
     /// The estimated rate at the previous FAST round.
     fast_prev_bw: f64,
     fast_cut: u32,
@@ -269,6 +272,7 @@ impl Model {
             fast_grow: 0,
             fast_found: 0,
             fast_found_held: false,
+            fast_own: (0.0, 0.0),
             fast_prev_bw: 0.0,
             fast_cut: 0,
             fast_q_before: None,
@@ -583,6 +587,8 @@ impl Model {
             cap = self.inflight_cap(),
             fast_rtt_ms = self.fast_rtt.map(|r| r.as_secs_f64() * 1e3),
             found = self.fast_found,
+            held = self.fast_found_held,
+            own_alpha = ?self.fast_own,
             probe = ?self.fast_probe.map(|(r, _, share)| (r, share)),
             probe_misses = self.fast_probe_misses,
             cruise_left = self.cruise_left,
@@ -641,6 +647,7 @@ impl Model {
         // 1400-byte packets a group is 8 packets and alpha is unchanged.
         let alpha = FAST_ALPHA.max(f64::from(self.group_packets)) * pkt;
         let own = w * (1.0 - ratio);
+        self.fast_own = (own, alpha);
         let mut new = 0.5 * w + 0.5 * (ratio * w + alpha);
         let bw = self.bottleneck();
         let prev_bw = std::mem::replace(&mut self.fast_prev_bw, bw);
