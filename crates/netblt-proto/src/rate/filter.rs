@@ -48,6 +48,27 @@ impl MaxFilter {
     }
 }
 
+/// A windowed minimum over rounds: the smallest value seen in the last
+/// `window` rounds (a [`MaxFilter`] of the negated values).
+#[derive(Debug, Clone)]
+pub(crate) struct MinFilter(MaxFilter);
+
+impl MinFilter {
+    pub(crate) fn new(window: u64) -> Self {
+        MinFilter(MaxFilter::new(window))
+    }
+
+    pub(crate) fn update(&mut self, round: u64, v: f64) {
+        self.0.update(round, -v);
+    }
+
+    /// The minimum of the window, if any value is still in it at `round`.
+    pub(crate) fn get(&self, round: u64) -> Option<f64> {
+        let (r, v) = *self.0.q.front()?;
+        (r + self.0.window > round).then_some(-v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +87,19 @@ mod tests {
         assert_eq!(f.get(), Some(2.0));
         f.reset(7, 9.0);
         assert_eq!(f.get(), Some(9.0));
+    }
+
+    #[test]
+    fn keeps_the_min_of_the_window_and_forgets_it_after() {
+        let mut f = MinFilter::new(3);
+        assert_eq!(f.get(0), None);
+        f.update(0, 2.0);
+        f.update(1, 5.0);
+        assert_eq!(f.get(1), Some(2.0));
+        f.update(3, 4.0);
+        // round 0 left the window
+        assert_eq!(f.get(3), Some(4.0));
+        // nothing new for a whole window: nothing is known
+        assert_eq!(f.get(6), None);
     }
 }

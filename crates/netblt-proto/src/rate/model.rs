@@ -32,7 +32,7 @@
 //!   the target makes the flow back off by 30 % per round, down to the
 //!   minimum rate.
 
-use super::filter::MaxFilter;
+use super::filter::{MaxFilter, MinFilter};
 use super::{RateConfig, RateController, RateReason, RateSample, RateState};
 use crate::time::{Duration, Instant};
 
@@ -83,6 +83,13 @@ const FAST_ALPHA: f64 = 10.0;
 /// from 200 ms up (below, 2 x 5 % is the allowance itself, and the
 /// emulator's p95 there is 2-3 ms). 20 ms gave p95 23-31 ms at 300 ms.
 const FAST_OVERSHOOT_MAX: Duration = Duration::from_millis(10);
+/// Rounds FAST remembers the delay a round showed with (almost) nothing
+/// queued (R45): a path's jitter floor.
+const FAST_FLOOR_ROUNDS: u64 = 8;
+/// R46: the share of the rate delivered at the top of a growth overshoot
+/// that FAST keeps pacing while it drains it (BBRv3's PROBE_DOWN paces at
+/// 0.9 too).
+const OVERSHOOT_DRAIN: f64 = 0.9;
 /// Rounds with fewer packets than this say nothing about loss.
 const MIN_ROUND_PACKETS: u64 = 8;
 /// The FEEDBACK gap's running mean forgets this share per FEEDBACK (about
@@ -170,6 +177,13 @@ pub struct Model {
     /// R43: the last round did not raise the estimate, but the one before
     /// did; `fast_found` is held over it (the delivery answers a round late).
     fast_found_held: bool,
+    /// R45: the smallest mean queueing delay (seconds) of the recent rounds
+    /// in which some packet found the queue (almost) empty: what the path's
+    /// jitter adds to a round's mean with nothing of ours standing.
+    fast_floor: MinFilter,
+    /// R46: growth that was finding capacity overshot the path: the rate
+    /// the path delivered at the top, and the rounds left to drain it.
+    fast_overshoot: Option<(f64, u32)>,
     /// FAST's last reading of its own queue and alpha, in bytes (for the
     /// debug line).
     fast_own: (f64, f64),
@@ -272,6 +286,8 @@ impl Model {
             fast_grow: 0,
             fast_found: 0,
             fast_found_held: false,
+            fast_floor: MinFilter::new(FAST_FLOOR_ROUNDS),
+            fast_overshoot: None,
             fast_own: (0.0, 0.0),
             fast_prev_bw: 0.0,
             fast_cut: 0,
@@ -651,7 +667,68 @@ impl Model {
         let mut new = 0.5 * w + 0.5 * (ratio * w + alpha);
         let bw = self.bottleneck();
         let prev_bw = std::mem::replace(&mut self.fast_prev_bw, bw);
-        if own < alpha / 2.0 {
+        // R46: growth that was finding capacity (R40's doubling, R45's
+        // floor) passes the top of the path by up to a round of doubling,
+        // seen a round late, and FAST's cut then paced the window over a
+        // mean round trip the overshoot had lengthened: at the top of a
+        // 100 ms rate step the emulator paced 52 of 96 Mb/s for two rounds
+        // (the second a congestion round, which the overshoot's own drops
+        // set off and which does not run FAST), where BBR would keep the
+        // link busy. While FAST drains such an overshoot (at most three
+        // rounds), it paces at no less than 0.9 of the rate the path
+        // delivered at the top: the queue drains at a tenth of the path,
+        // and the link stays busy.
+        self.fast_overshoot = if own > 2.0 * alpha {
+            match self.fast_overshoot {
+                _ if self.fast_found > 0 => Some((bw, 3)),
+                Some((top, n)) if n > 1 => Some((top, n - 1)),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        // R45: while growth is finding capacity, or the window is under the
+        // path's pipe, the queue growth asks about is the one above the
+        // path's jitter floor. Jitter (a link that
+        // delivers in slots, host scheduling) adds a near-constant delay to
+        // every round's mean, which FAST turns into bytes at its own rate,
+        // so the same millisecond reads as more queue the faster it goes:
+        // on the emulator's 1 ms trace a 300 ms flow refilling a path gone
+        // from 20 to 100 Mb/s read half of alpha at 58 Mb/s with nothing
+        // queued, and its doubling stopped there (R43: 4.6 s median to
+        // follow the step). The floor is the smallest mean delay of the
+        // last rounds in which some packet found the queue (almost) empty,
+        // so a queue of ours that stands is not in it; it is at most the
+        // standing-queue threshold; and it is used only while the delivery
+        // rate is rising or the window cannot fill the pipe, so FAST's
+        // equilibrium (alpha of each flow's own in a queue that stands,
+        // where no round finds room and the floor is forgotten) is
+        // untouched. After the step up at 300 ms the window passed the top,
+        // drained, and then sat at 82 of 96 Mb/s reading 0.8 alpha of
+        // jitter: under the pipe, the floor lets R37 take it back there.
+        let excess = rtt.saturating_sub(base).as_secs_f64();
+        let room_now = self
+            .round_queue()
+            .is_some_and(|q| q.as_secs_f64() * bw / 8.0 < alpha / 2.0);
+        if room_now {
+            self.fast_floor.update(self.round, excess);
+        }
+        // The pipe at the rate a queue last showed the link to carry, if
+        // that is lower than the ten-round estimate and recent (R42, R37
+        // below).
+        let pipe_bw = match self.busy {
+            Some((r, b)) if self.round <= r + BW_WINDOW_ROUNDS => bw.min(b),
+            _ => bw,
+        };
+        let pipe = pipe_bw / 8.0 * base.as_secs_f64() + alpha;
+        let grow_own = match self.fast_floor.get(self.round) {
+            Some(floor) if self.fast_found > 0 || w < pipe => {
+                let floor = floor.min(self.queue_threshold().as_secs_f64());
+                w * (excess - floor).max(0.0) / rtt.as_secs_f64()
+            }
+            _ => own,
+        };
+        if grow_own < alpha / 2.0 {
             self.fast_grow += 1;
             // R40: the path delivered more as the window grew, with nothing
             // queued: capacity was freed (a competitor left, the link got
@@ -717,17 +794,13 @@ impl Model {
             // queue, FAST's cut (on the round's mean delay, a round late)
             // went on after the queue had gone: at 300 ms it paced 3 % under
             // the path for two rounds of every eight.
-            // The pipe at the rate a queue last showed the link to carry,
-            // if that is lower than the ten-round estimate and recent: after
+            // The pipe (above) is at the rate a queue last showed the link
+            // to carry, if that is lower than the ten-round estimate and
+            // recent: after
             // a drop from 100 to 20 Mb/s the estimate remembered 100 for ten
             // rounds, and the first empty round after the drain doubled
             // the window back over the 20 Mb/s pipe, which queued 20 ms and
             // drained again (emulator, 100 ms; R42).
-            let pipe_bw = match self.busy {
-                Some((r, b)) if self.round <= r + BW_WINDOW_ROUNDS => bw.min(b),
-                _ => bw,
-            };
-            let pipe = pipe_bw / 8.0 * base.as_secs_f64() + alpha;
             if w < pipe {
                 new = new.max(pipe.min(2.0 * w));
             }
@@ -1144,9 +1217,15 @@ impl RateController for Model {
     fn pacing_bps(&self) -> f64 {
         // The estimate already counts packets lost to noise (see on_sample).
         let r = match (self.phase, self.fast_w, self.fast_rtt) {
-            (Phase::Cruise, Some(w), Some(rtt)) if self.foreign_rounds == 0 => (w * 8.0
-                / rtt.as_secs_f64().max(1e-6))
-            .min(self.bottleneck() * self.fast_pacing_gain()),
+            (Phase::Cruise, Some(w), Some(rtt)) if self.foreign_rounds == 0 => {
+                let r = (w * 8.0 / rtt.as_secs_f64().max(1e-6))
+                    .min(self.bottleneck() * self.fast_pacing_gain());
+                // R46: draining a growth overshoot keeps the link busy.
+                match self.fast_overshoot {
+                    Some((top, _)) => r.max(OVERSHOOT_DRAIN * top),
+                    None => r,
+                }
+            }
             (Phase::ProbeRtt, ..) => self.gain() * self.bottleneck(),
             _ => self.gain() * self.bottleneck() / (1.0 - self.foreign_loss),
         };
@@ -1560,10 +1639,13 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 17;
             x ^= x << 5;
-            // Jitter uniform in 0-1.8 ms, and the queue a window past the
-            // pipe builds (11.75 bytes a microsecond at 94 Mb/s).
+            // Jitter uniform in 0.7-1.8 ms, and the queue a window past the
+            // pipe builds (11.75 bytes a microsecond at 94 Mb/s). No packet
+            // comes back within 0.6 ms (alpha / 2) of the base, so no round
+            // shows R45's jitter floor and FAST reads the jitter as queue,
+            // which only R42's probes get past.
             let queue = (m.fast_w.unwrap_or(0.0) - 587_500.0).max(0.0) / 11.75;
-            let rtt = base + u64::from(x % 1_800) + queue as u64;
+            let rtt = base + 700 + u64::from(x % 1_100) + queue as u64;
             let mut s = sample(t, rtt, m.pacing_bps().min(94e6));
             s.inflight_bytes = 600_000;
             let before = m.fast_probe.is_some();
@@ -1584,6 +1666,48 @@ mod tests {
             late <= 4,
             "{late} probes in the last 10 s ({early} in the first)"
         );
+    }
+
+    /// R45: jitter uniform in 0-2.4 ms on a 94 Mb/s, 300 ms path, and a
+    /// window a fifth under the pipe. FAST reads the jitter as 0.8 alpha
+    /// queued and, by its own rule, closes the gap by a tenth of alpha a
+    /// round (0.03 % of the window); R42's probes took it from 0.80 to
+    /// 0.83 of the pipe in 3 s. With the floor (the smallest mean delay of
+    /// the last eight rounds in which some packet found the queue empty;
+    /// here once the jitter-free rounds before have left it) the window
+    /// goes back to the pipe.
+    #[test]
+    fn a_window_under_the_pipe_is_not_held_there_by_jitter() {
+        let base = 300_000;
+        let pipe = 94e6 / 8.0 * 0.3;
+        let (mut m, mut t) = cruising_alone(base);
+        let mut x: u32 = 11;
+        let mut jittered = |m: &mut Model, t: u64| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let queue = (m.fast_w.unwrap_or(0.0) - pipe).max(0.0) / 11.75;
+            let rtt = base + u64::from(x % 2_400) + queue as u64;
+            let mut s = sample(t, rtt, m.pacing_bps().min(94e6));
+            s.inflight_bytes = 4_000_000;
+            m.on_sample(&s);
+        };
+        // Two rounds of jitter first, so the round the window is set in
+        // is a jittery one.
+        let start = t;
+        while t < start + 600_000 {
+            t += 5_000;
+            jittered(&mut m, t);
+        }
+        m.fast_w = Some(0.8 * pipe);
+        let start = t;
+        while t < start + 3_000_000 {
+            t += 5_000;
+            jittered(&mut m, t);
+        }
+        let w = m.fast_w.unwrap_or(0.0);
+        println!("window after 3 s: {w:.0} bytes (pipe {pipe:.0})");
+        assert!(w > 0.95 * pipe, "window {w}");
     }
 
     /// R24: a competition ends and the competitor keeps a standing queue of
