@@ -93,9 +93,11 @@ for rep in $(seq 1 "$REPS"); do
 import json, sys
 r = json.loads(open(sys.argv[1]).read().splitlines()[-1])
 f = lambda v: "-" if v is None else "%.2f" % v
-print("   down: within 10 %% after %s s; up: %s s (path 90 %% busy after %s s); delivered %s / %s / %s of the path%s" % (
+print("   down: within 10 %% after %s s; up: %s s (path 90 %% busy after %s s); delivered %s / %s / %s of the path%s%s" % (
     f(r.get("down_s")), f(r.get("up_s")), f(r.get("up_path_s")),
-    *[f(x) for x in (r.get("phase_share") or [None] * 3)], ", ERROR " + r["error"] if r.get("error") else ""))
+    *[f(x) for x in (r.get("phase_share") or [None] * 3)],
+    "; QUEUE STANDING AT THE STEP UP (%s ms): the up figures say nothing" % f(r.get("qdelay_at_up_ms")) if r.get("queue_at_up") else "",
+    ", ERROR " + r["error"] if r.get("error") else ""))
 EOF
     done
 done
