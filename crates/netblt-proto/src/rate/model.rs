@@ -90,6 +90,8 @@ const FAST_FLOOR_ROUNDS: u64 = 8;
 /// that FAST keeps pacing while it drains it (BBRv3's PROBE_DOWN paces at
 /// 0.9 too).
 const OVERSHOOT_DRAIN: f64 = 0.9;
+/// R46: ... for at most this many rounds from the first that drains it.
+const OVERSHOOT_DRAIN_ROUNDS: u64 = 6;
 /// Rounds with fewer packets than this say nothing about loss.
 const MIN_ROUND_PACKETS: u64 = 8;
 /// The FEEDBACK gap's running mean forgets this share per FEEDBACK (about
@@ -182,8 +184,9 @@ pub struct Model {
     /// jitter adds to a round's mean with nothing of ours standing.
     fast_floor: MinFilter,
     /// R46: growth that was finding capacity overshot the path: the rate
-    /// the path delivered at the top, and the rounds left to drain it.
-    fast_overshoot: Option<(f64, u32)>,
+    /// the path delivered at the top, and the round the drain ends by
+    /// (FAST's rounds and the congestion rounds between them alike).
+    fast_overshoot: Option<(f64, u64)>,
     /// FAST's last reading of its own queue and alpha, in bytes (for the
     /// debug line).
     fast_own: (f64, f64),
@@ -674,15 +677,15 @@ impl Model {
         // 100 ms rate step the emulator paced 52 of 96 Mb/s for two rounds
         // (the second a congestion round, which the overshoot's own drops
         // set off and which does not run FAST), where BBR would keep the
-        // link busy. While FAST drains such an overshoot (at most three
-        // rounds), it paces at no less than 0.9 of the rate the path
+        // link busy. While FAST drains such an overshoot (for at most six
+        // rounds of any kind, so a path that dropped meanwhile is not paced
+        // at its old rate for long), it paces at no less than 0.9 of the rate the path
         // delivered at the top: the queue drains at a tenth of the path,
         // and the link stays busy.
         self.fast_overshoot = if own > 2.0 * alpha {
             match self.fast_overshoot {
-                _ if self.fast_found > 0 => Some((bw, 3)),
-                Some((top, n)) if n > 1 => Some((top, n - 1)),
-                _ => None,
+                _ if self.fast_found > 0 => Some((bw, self.round + OVERSHOOT_DRAIN_ROUNDS)),
+                o => o.filter(|&(_, end)| self.round < end),
             }
         } else {
             None
@@ -1222,8 +1225,8 @@ impl RateController for Model {
                     .min(self.bottleneck() * self.fast_pacing_gain());
                 // R46: draining a growth overshoot keeps the link busy.
                 match self.fast_overshoot {
-                    Some((top, _)) => r.max(OVERSHOOT_DRAIN * top),
-                    None => r,
+                    Some((top, end)) if self.round < end => r.max(OVERSHOOT_DRAIN * top),
+                    _ => r,
                 }
             }
             (Phase::ProbeRtt, ..) => self.gain() * self.bottleneck(),
