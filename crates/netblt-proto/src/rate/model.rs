@@ -679,9 +679,9 @@ impl Model {
         // set off and which does not run FAST), where BBR would keep the
         // link busy. While FAST drains such an overshoot (for at most six
         // rounds of any kind, so a path that dropped meanwhile is not paced
-        // at its old rate for long), it paces at no less than 0.9 of the rate the path
-        // delivered at the top: the queue drains at a tenth of the path,
-        // and the link stays busy.
+        // at its old rate for long), it paces at no less than 0.9 of the
+        // rate the path delivered at the top: the queue drains at a tenth
+        // of the path, and the link stays busy.
         self.fast_overshoot = if own > 2.0 * alpha {
             match self.fast_overshoot {
                 _ if self.fast_found > 0 => Some((bw, self.round + OVERSHOOT_DRAIN_ROUNDS)),
@@ -692,9 +692,8 @@ impl Model {
         };
         // R45: while growth is finding capacity, or the window is under the
         // path's pipe, the queue growth asks about is the one above the
-        // path's jitter floor. Jitter (a link that
-        // delivers in slots, host scheduling) adds a near-constant delay to
-        // every round's mean, which FAST turns into bytes at its own rate,
+        // path's jitter floor. Jitter (a link that delivers in slots, host
+        // scheduling) adds a near-constant delay to every round's mean, which FAST turns into bytes at its own rate,
         // so the same millisecond reads as more queue the faster it goes:
         // on the emulator's 1 ms trace a 300 ms flow refilling a path gone
         // from 20 to 100 Mb/s read half of alpha at 58 Mb/s with nothing
@@ -799,9 +798,8 @@ impl Model {
             // the path for two rounds of every eight.
             // The pipe (above) is at the rate a queue last showed the link
             // to carry, if that is lower than the ten-round estimate and
-            // recent: after
-            // a drop from 100 to 20 Mb/s the estimate remembered 100 for ten
-            // rounds, and the first empty round after the drain doubled
+            // recent: after a drop from 100 to 20 Mb/s the estimate
+            // remembered 100 for ten rounds, and the first empty round after the drain doubled
             // the window back over the 20 Mb/s pipe, which queued 20 ms and
             // drained again (emulator, 100 ms; R42).
             if w < pipe {
@@ -863,18 +861,16 @@ impl Model {
         // is twice as large (up to 4x); otherwise FAST's own rule takes the
         // overshoot back and the next probe waits twice as long (up to 8x).
         let over_base = (base.as_secs_f64() * 0.05).min(FAST_OVERSHOOT_MAX.as_secs_f64());
-        // Room: some packet of the round found (almost) nothing queued, so
-        // what FAST reads as its queue is jitter, not a standing queue (among
-        // FAST flows one stands: each keeps alpha in it). Probing there too
+        // Room (`room_now`, above): some packet of the round found (almost)
+        // nothing queued, so what FAST reads as its queue is jitter, not a
+        // standing queue (among FAST flows one stands: each keeps alpha in
+        // it). Probing there too
         // took four flows from Jain 1.00 to 0.50 (the simulator's
         // `four_staggered_flows_converge`). Nor on a noisy path: its losses
         // empty the queue now and then, and the delivery estimate's spread
         // passes for capacity found; probing at 5 % loss and 100 ms cost
         // 1 % of the path (`five_percent_loss_at_a_hundred_ms_...`).
-        let room = self.noise < 0.01
-            && self
-                .round_queue()
-                .is_some_and(|q| q.as_secs_f64() * bw / 8.0 < alpha / 2.0);
+        let room = self.noise < 0.01 && room_now;
         let mut probe = false;
         if let Some((sent, bw0, share)) = self.fast_probe {
             if self.round >= sent + 2 {
