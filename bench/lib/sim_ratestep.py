@@ -15,7 +15,11 @@ of it, "third" the mean delivered rate of the 10 s after the step up; and,
 as `ratestep.sh` judges the controller, "up_s" the time after the step up
 from which the controller's pacing rate (its round log,
 `RUST_LOG=netblt_proto::rate=debug`) stays at or above 90 % of the plateau
-for a second.
+for a second. For the step down, as `ratestep.sh` judges it: "down_s", the
+time after the step from which the pacing rate stays at or under 110 % of
+the low phase's plateau (the median 1 s delivered rate of its second half)
+for a second, and "drained_s", the time from which the bottleneck's queue
+stays under max(10 ms, 0.1 x RTT) at that rate for a second.
 """
 
 import re
@@ -83,6 +87,21 @@ def up_from(series, start, floor):
     return None
 
 
+def down_from(series, start, ceiling):
+    """Seconds after `start` from which the pacing stays <= ceiling for 1 s."""
+    return up_from([(t, -r) for t, r in series], start, -ceiling)
+
+
+def drained_from(queue, dt, start, end, bound):
+    """Seconds after `start` from which the queue (bytes, one sample per
+    `dt`) stays <= bound for 1 s, before `end`."""
+    per_s = int(round(1 / dt))
+    for i in range(int(start / dt), int(end / dt) - per_s + 1):
+        if all(q <= bound for q in queue[i:i + per_s + 1]):
+            return round(i * dt - start, 2)
+    return None
+
+
 def row(path, log, rtt, jitter, seed):
     out = {"rtt_ms": rtt, "jitter_ms": jitter, "seed": seed}
     try:
@@ -99,6 +118,11 @@ def row(path, log, rtt, jitter, seed):
 
     ones = [mean(s[i:i + per_s]) for i in range(int(PHASE / 2 / dt), int(PHASE / dt) - per_s + 1)]
     plateau = statistics.median(ones) if ones else 0.0
+    lows = [mean(s[i:i + per_s]) for i in range(int(1.5 * PHASE / dt), int(2 * PHASE / dt) - per_s + 1)]
+    low = statistics.median(lows) if lows else 0.0
+    queue = d.get("bottleneck", {}).get("queue_series_bytes") or []
+    bound = max(0.010, 0.1 * rtt / 1000) * low / 8
+    rounds = pacing(log)
     busy = None
     for i in range(int(2 * PHASE / dt), len(s) - per_s + 1):
         if mean(s[i:i + per_s]) >= 0.9 * plateau:
@@ -110,7 +134,9 @@ def row(path, log, rtt, jitter, seed):
         "third_mbps": round(mean(window(2 * PHASE, 3 * PHASE)) / 1e6, 2),
         "busy_s": busy,
         "queue_p95_ms": (f.get("queue_delay_ms") or {}).get("p95"),
-        "up_s": up_from(pacing(log), 2 * PHASE, 0.9 * plateau / 1e6),
+        "up_s": up_from(rounds, 2 * PHASE, 0.9 * plateau / 1e6),
+        "down_s": down_from(rounds, PHASE, 1.1 * low / 1e6),
+        "drained_s": drained_from(queue, dt, PHASE, 2 * PHASE, bound),
     })
     return out
 
@@ -129,15 +155,20 @@ def summary(rows_path, meta, out_path):
         return "-" if v is None else "%.2f" % v
 
     table = []
-    print("| build | RTT ms | jitter ms | runs | third phase Mb/s (median) | controller at 90 % after (s) | path 90 % busy after (s) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| build | RTT ms | jitter ms | runs | third phase Mb/s (median) | controller at 90 % after (s) "
+          "| path 90 % busy after (s) | down: controller within 10 % (s) | down: queue drained (s) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for (b, rtt, j), rs in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
         busy = ", ".join(fmt(r.get("busy_s")) for r in rs)
         up = ", ".join(fmt(r.get("up_s")) for r in rs)
-        print("| %s | %g | %g | %d | %s | %s | %s |" % (b, rtt, j, len(rs), fmt(med(rs, "third_mbps")), up, busy))
+        down = ", ".join(fmt(r.get("down_s")) for r in rs)
+        drained = ", ".join(fmt(r.get("drained_s")) for r in rs)
+        print("| %s | %g | %g | %d | %s | %s | %s | %s | %s |" % (
+            b, rtt, j, len(rs), fmt(med(rs, "third_mbps")), up, busy, down, drained))
         table.append({"build": b, "rtt_ms": rtt, "jitter_ms": j, "runs": len(rs),
                       "third_mbps_median": med(rs, "third_mbps"), "up_s": [r.get("up_s") for r in rs],
-                      "busy_s": [r.get("busy_s") for r in rs]})
+                      "busy_s": [r.get("busy_s") for r in rs], "down_s": [r.get("down_s") for r in rs],
+                      "drained_s": [r.get("drained_s") for r in rs]})
     json.dump({"meta": json.loads(meta), "cells": table, "rows": rows}, open(out_path, "w"), indent=1)
 
 

@@ -331,6 +331,35 @@ fn jitter_does_not_hold_the_refill_at_300_ms() {
     assert!(back > 0.75 * (5 * C) as f64 * PAYLOAD, "back {back}");
 }
 
+/// R48: a 300 ms path (one BDP of queue at 100 Mb/s) that falls to 20
+/// Mb/s. The window filled the queue in the round trip before any FEEDBACK
+/// said so, which stretched the round trip, and with it FAST's round, to
+/// 1.3-1.6 s: four rounds, 3.6-3.8 s, went by before the queue had drained
+/// (`bench/sim_ratestep.sh`). A round that a standing queue stretches to
+/// twice the base round trip now ends there. Here the queue drained 4.3 s
+/// after the step before and 2.6 s after; the test asks for 3.
+#[test]
+fn a_queue_left_by_a_rate_step_down_drains_within_three_seconds_at_300_ms() {
+    let high = 5 * C;
+    let b = stepped(3_750_000, high, C, 6.0, 60.0);
+    let r = run(13.0, b, vec![netblt("fair", PolicySpec::Fair, 300.0, 0.0)]);
+    let dt = r.sample_interval_s;
+    let q = &r.bottleneck.queue_series_bytes;
+    // Drained: under 30 ms (a tenth of the round trip) at 20 Mb/s for a
+    // whole second.
+    let bound = (0.030 * C as f64 / 8.0) as u64;
+    let per_s = (1.0 / dt).round() as usize;
+    let from = (6.0 / dt) as usize;
+    let drained = (from..q.len().saturating_sub(per_s))
+        .find(|&i| q[i..=i + per_s].iter().all(|&b| b <= bound))
+        .map(|i| i as f64 * dt - 6.0);
+    println!("queue drained {drained:?} s after the step down");
+    assert!(drained.is_some_and(|d| d <= 3.0), "drained {drained:?}");
+    // And the path stayed busy: the low phase's last 3 s at 0.9 of it.
+    let low = goodput(&r, 0, 9.0, 12.0);
+    assert!(low > 0.9 * C as f64 * PAYLOAD, "low {low}");
+}
+
 /// R46: at the top of a refill the doubling passes the path by up to a
 /// round of growth, seen a round late; FAST's cut then paced the window over
 /// a round trip the overshoot had lengthened, and the round after, a

@@ -179,6 +179,8 @@ pub struct Model {
     /// R43: the last round did not raise the estimate, but the one before
     /// did; `fast_found` is held over it (the delivery answers a round late).
     fast_found_held: bool,
+    /// The last round FAST ended with growth finding capacity (R48).
+    fast_found_at: Option<u64>,
     /// R45: the smallest mean queueing delay (seconds) of the recent rounds
     /// in which some packet found the queue (almost) empty: what the path's
     /// jitter adds to a round's mean with nothing of ours standing.
@@ -194,6 +196,10 @@ pub struct Model {
     fast_prev_bw: f64,
     fast_cut: u32,
     fast_q_before: Option<Duration>,
+    /// The largest mean queueing delay of the rounds of that test, and
+    /// when the round that had it ended (R48).
+    fast_q_peak: Duration,
+    fast_q_peak_at: Instant,
     /// R42: the round a delivery probe was sent in, the estimate before it,
     /// and its share of the window.
     fast_probe: Option<(u64, f64, f64)>,
@@ -289,12 +295,15 @@ impl Model {
             fast_grow: 0,
             fast_found: 0,
             fast_found_held: false,
+            fast_found_at: None,
             fast_floor: MinFilter::new(FAST_FLOOR_ROUNDS),
             fast_overshoot: None,
             fast_own: (0.0, 0.0),
             fast_prev_bw: 0.0,
             fast_cut: 0,
             fast_q_before: None,
+            fast_q_peak: Duration::ZERO,
+            fast_q_peak_at: Instant::ZERO,
             fast_probe: None,
             fast_probe_k: 0,
             fast_probe_misses: 0,
@@ -413,6 +422,33 @@ impl Model {
     fn round_queue(&self) -> Option<Duration> {
         let (r, base) = (self.r_min_rtt?, self.min_rtt?);
         Some(r.saturating_sub(base))
+    }
+
+    /// R48: a round that a queue standing all through it has stretched to
+    /// twice the base round trip ends there. A round lasts until a packet
+    /// sent in it is echoed, so it lasts the round trip of the moment: when
+    /// a path's rate fell from 100 to 20 Mb/s at 300 ms, the one-BDP queue
+    /// our window filled stretched the round trip to 1.3-1.6 s, and FAST,
+    /// which acts once a round, took four of those rounds, 3.6-3.8 s, to
+    /// drain it (simulator, `bench/sim_ratestep.sh`). FAST TCP updates its
+    /// window on a fixed period, not per round trip (Jin, Wei and Low, "FAST
+    /// TCP", 2004: "periodically"); two base round trips is that period
+    /// here. Only with FAST's window in force and a queue standing now (the
+    /// latest round trip): at FAST's equilibrium, or beside a competitor in
+    /// a queue of a bandwidth-delay product, a round trip stays under twice
+    /// the base and nothing changes.
+    fn stretched_round(&self) -> bool {
+        let Some(base) = self.min_rtt else {
+            return false;
+        };
+        self.phase == Phase::Cruise
+            && self.fast_w.is_some()
+            && self.foreign_rounds == 0
+            && self.r_arrived + self.r_lost >= MIN_ROUND_PACKETS
+            && self.now.saturating_duration_since(self.round_start) >= 2 * base
+            && self
+                .last_rtt
+                .is_some_and(|r| r > base + self.queue_threshold())
     }
 
     fn gain(&self) -> f64 {
@@ -682,9 +718,15 @@ impl Model {
         // at its old rate for long), it paces at no less than 0.9 of the
         // rate the path delivered at the top: the queue drains at a tenth
         // of the path, and the link stays busy.
+        // (Growth found capacity in one of the last two rounds: at the top
+        // the round before the overshoot shows may queue between alpha and
+        // 2 alpha, which ends growth; without this the 100 ms step paced 68
+        // of 96 Mb/s for two rounds after such a round; simulator, R48.)
+        let found_lately =
+            self.fast_found > 0 || self.fast_found_at.is_some_and(|r| self.round <= r + 2);
         self.fast_overshoot = if own > 2.0 * alpha {
             match self.fast_overshoot {
-                _ if self.fast_found > 0 => Some((bw, self.round + OVERSHOOT_DRAIN_ROUNDS)),
+                _ if found_lately => Some((bw, self.round + OVERSHOOT_DRAIN_ROUNDS)),
                 o => o.filter(|&(_, end)| self.round < end),
             }
         } else {
@@ -908,14 +950,48 @@ impl Model {
         // seconds and never cut six rounds in a row above 2 alpha.
         let suspect = own > 2.0 * alpha || (standing && self.recent_competition().is_some());
         if suspect {
+            if self.fast_cut == 0 || dq > self.fast_q_peak {
+                self.fast_q_peak = dq;
+                self.fast_q_peak_at = self.now;
+            }
             if self.fast_cut == 0 {
                 self.fast_q_before = Some(dq);
             }
             self.fast_cut += 1;
-            if self.fast_cut >= 6 {
+            // R48: and not before the largest queue seen could have drained
+            // (its delay is the time the path needs to empty it) and a round
+            // trip more shown it, unless the test has already had twice its
+            // rounds: a round trip's samples tell of the queue a round trip
+            // ago, and six rounds that a standing queue ended early
+            // (`stretched_round`) came while the queue a rate step down left
+            // was still draining (300 ms: the sixth 0.5 s after the peak of
+            // a 1.2 s queue).
+            let waited = self.now.saturating_duration_since(self.fast_q_peak_at)
+                >= self.fast_q_peak + base
+                || self.fast_cut >= 12;
+            if self.fast_cut >= 6 && waited {
                 let shrank = self.fast_q_before.is_some_and(|b| dq * 10 < b * 8);
+                // R48: a queue that grew fourfold after the test began and
+                // has gone again, some packet of this round finding it
+                // empty, was ours: the test began as our own queue was
+                // building (a path's rate had fallen) and ended as our cuts
+                // had drained it, the round's mean still above the first
+                // round's. Called a competitor's, it set the competition
+                // pacing the old rate into the slower path, which kept the
+                // queue full for the rest of the phase (R47). A competitor
+                // that does not yield keeps a queue under every packet; one
+                // that empties it now and then (BBR's PROBE_RTT) has not
+                // grown it fourfold within the test.
+                let first = self
+                    .fast_q_before
+                    .unwrap_or_default()
+                    .max(self.queue_threshold());
+                let drained = self.fast_q_peak >= 4 * first
+                    && self
+                        .round_queue()
+                        .is_some_and(|q| q <= self.queue_threshold());
                 self.fast_cut = 0;
-                if !shrank {
+                if !shrank && !drained {
                     self.foreign_rounds = FOREIGN_ROUNDS;
                     self.met_competitor |= standing;
                     self.fast_w = None;
@@ -963,6 +1039,9 @@ impl Model {
         if let Some((_, b)) = self.busy.filter(|&(r, _)| draining && r == self.round) {
             new = new.min(b / 8.0 * base.as_secs_f64() + alpha);
             self.busy_capped = true;
+        }
+        if self.fast_found > 0 {
+            self.fast_found_at = Some(self.round);
         }
         // min/max, not clamp: clamp panics if the bounds cross or are NaN.
         let new = new.min(2.0 * w).max(4.0 * pkt);
@@ -1208,7 +1287,7 @@ impl RateController for Model {
                 }
             }
         }
-        if s.echoed_sent_at.is_some_and(|t| t >= self.round_start) {
+        if s.echoed_sent_at.is_some_and(|t| t >= self.round_start) || self.stretched_round() {
             self.end_round(s.now);
         }
     }
