@@ -724,6 +724,8 @@ impl Model {
         // of 96 Mb/s for two rounds after such a round; simulator, R48.)
         let found_lately =
             self.fast_found > 0 || self.fast_found_at.is_some_and(|r| self.round <= r + 2);
+        let drain_ended =
+            own <= 2.0 * alpha && self.fast_overshoot.is_some_and(|(_, end)| self.round < end);
         self.fast_overshoot = if own > 2.0 * alpha {
             match self.fast_overshoot {
                 _ if found_lately => Some((bw, self.round + OVERSHOOT_DRAIN_ROUNDS)),
@@ -765,6 +767,15 @@ impl Model {
             _ => bw,
         };
         let pipe = pipe_bw / 8.0 * base.as_secs_f64() + alpha;
+        // R49: the overshoot's queue has drained (R46): FAST's cuts over the
+        // rounds the queue lengthened leave the window under the pipe, and
+        // growth, which needs two empty rounds, or R37, which needs one,
+        // took it back a round or two later (100 ms, 2 ms of jitter: 74 of
+        // 96 Mb/s for a round after the drain). Back to FAST's equilibrium
+        // at the path's rate at once.
+        if drain_ended && w < pipe {
+            new = new.max(pipe.min(2.0 * w));
+        }
         let grow_own = match self.fast_floor.get(self.round) {
             Some(floor) if self.fast_found > 0 || w < pipe => {
                 let floor = floor.min(self.queue_threshold().as_secs_f64());
@@ -1786,6 +1797,39 @@ mod tests {
         let w = m.fast_w.unwrap_or(0.0);
         println!("window after 3 s: {w:.0} bytes (pipe {pipe:.0})");
         assert!(w > 0.95 * pipe, "window {w}");
+    }
+
+    /// R49: the queue an overshoot left has drained (R46's drain was on) and
+    /// the round shows FAST's own alpha queued, no more: the window FAST's
+    /// cuts left under the pipe goes back to the pipe at once. Before, it
+    /// stayed there for the round (neither growth nor R37 runs with alpha
+    /// queued): 74 of 96 Mb/s after a 100 ms step up (simulator).
+    #[test]
+    fn the_window_is_back_at_the_pipe_once_an_overshoot_has_drained() {
+        let base = 100_000;
+        let (mut m, mut t) = cruising_alone(base);
+        // To the start of a round.
+        let r = m.round;
+        while m.round == r {
+            t += 5_000;
+            m.on_sample(&sample(t, base, 96e6));
+        }
+        let pipe = 96e6 / 8.0 * 0.1;
+        m.fast_w = Some(0.75 * pipe);
+        m.fast_overshoot = Some((96e6, m.round + OVERSHOOT_DRAIN_ROUNDS));
+        let r0 = m.round;
+        while m.round < r0 + 1 {
+            t += 5_000;
+            // About alpha of the window's own queued: 1.6 ms at 72 Mb/s.
+            let mut s = sample(t, base + 1_600, 72e6);
+            s.inflight_bytes = 900_000;
+            m.on_sample(&s);
+        }
+        let (own, alpha) = m.fast_own;
+        let w = m.fast_w.unwrap_or(0.0);
+        println!("own {own:.0}, alpha {alpha:.0}, window {w:.0} (pipe {pipe:.0})");
+        assert!(own > alpha / 2.0 && own <= 2.0 * alpha, "own {own}");
+        assert!(w >= pipe, "window {w}");
     }
 
     /// R24: a competition ends and the competitor keeps a standing queue of
