@@ -424,8 +424,8 @@ impl Model {
         Some(r.saturating_sub(base))
     }
 
-    /// R48: a round that a queue standing all through it has stretched to
-    /// twice the base round trip ends there. A round lasts until a packet
+    /// R48: a round that a standing queue has stretched to twice the base
+    /// round trip ends there. A round lasts until a packet
     /// sent in it is echoed, so it lasts the round trip of the moment: when
     /// a path's rate fell from 100 to 20 Mb/s at 300 ms, the one-BDP queue
     /// our window filled stretched the round trip to 1.3-1.6 s, and FAST,
