@@ -227,6 +227,8 @@ pub struct Model {
     /// FAST's first round after entering CRUISE is not judged: its round
     /// trips straddle the drain before it.
     fast_settle: bool,
+    /// R50: STARTUP was entered again from FAST's growth.
+    restarted: bool,
     probe_rtt_until: Instant,
     probe_rtt_min: Option<Duration>,
     inflight: u64,
@@ -313,6 +315,7 @@ impl Model {
             compete_end: None,
             met_competitor: false,
             fast_settle: false,
+            restarted: false,
             probe_rtt_until: Instant::ZERO,
             probe_rtt_min: None,
             inflight: 0,
@@ -468,6 +471,7 @@ impl Model {
     fn enter_cruise(&mut self) {
         self.phase = Phase::Cruise;
         self.probe_gain = PROBE_UP_GAIN;
+        let restarted = std::mem::take(&mut self.restarted);
         // FAST is for `fair` only: `background` must yield even to other
         // delay-respecting flows (LEDBAT), so it keeps the BBR-style cruise
         // and its yield rule.
@@ -484,6 +488,12 @@ impl Model {
             self.fast_probe_k = 0;
             self.fast_probe_misses = 0;
             self.fast_settle = true;
+            // R50: after a STARTUP FAST began again, drain its queue as
+            // R46 drains a growth overshoot.
+            if restarted {
+                self.fast_overshoot =
+                    Some((self.bottleneck(), self.round + OVERSHOOT_DRAIN_ROUNDS));
+            }
         }
         // Probe again after 4 to 8 rounds and 0.5 to 1 s, whichever is
         // later (BBR probes every 8 rounds, BBRv2 every 2 to 3 s: a probe
@@ -808,6 +818,28 @@ impl Model {
             if bw >= prev_bw * (1.0 + rise) && prev_bw > 0.0 {
                 self.fast_found = (self.fast_found + 1).min(5);
                 self.fast_found_held = false;
+                if self.fast_found >= 2 {
+                    // R50: capacity found twice running (the path delivered
+                    // more, with nothing queued, after two rounds of growth):
+                    // a competitor left or the link got faster, by an
+                    // unknown amount. Find it as at the start, by STARTUP
+                    // (2.885x a round; it ends on a round trip grown by
+                    // HyStart's eta, a standing queue or a plateau), not by
+                    // FAST's doubling, which the two rounds the estimate
+                    // lags hold to about 1.4x a round: a 300 ms path gone
+                    // from 20 to 100 Mb/s took 3.1-4.0 s to refill in the
+                    // simulator, 3.4-4.6 s on the emulator. When DRAIN
+                    // ends FAST starts again from the new estimate's pipe,
+                    // pacing at no less than 0.9 of it while the queue
+                    // STARTUP left drains (R46; `enter_cruise`).
+                    self.restarted = true;
+                    self.phase = Phase::Startup;
+                    self.fast_w = None;
+                    self.full_bw = bw;
+                    self.full_bw_rounds = 0;
+                    self.reason = RateReason::Startup;
+                    return;
+                }
             } else if self.fast_found > 0 && !self.fast_found_held {
                 // R43: a window grown at the end of round k is sent in
                 // round k + 1 and delivered, so measured, in round k + 2.
