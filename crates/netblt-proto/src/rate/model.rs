@@ -819,8 +819,9 @@ impl Model {
                 self.fast_found = (self.fast_found + 1).min(5);
                 self.fast_found_held = false;
                 if self.fast_found >= 2 {
-                    // R50: capacity found twice running (the path delivered
-                    // more, with nothing queued, after two rounds of growth):
+                    // R50: capacity found twice (the path delivered more,
+                    // with nothing queued, in two rounds of growth at most a
+                    // round apart, R43's hold):
                     // a competitor left or the link got faster, by an
                     // unknown amount. Find it as at the start, by STARTUP
                     // (2.885x a round; it ends on a round trip grown by
