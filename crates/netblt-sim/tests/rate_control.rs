@@ -302,19 +302,27 @@ fn jitter_does_not_hold_the_rate_under_the_path() {
 /// flow had 25 Mb/s of the 100 (the emulator: 20 -> 58 Mb/s in 10 s).
 #[test]
 fn a_path_five_times_faster_is_refilled_at_300_ms() {
-    let back = refilled_at_300_ms(0.0);
+    let back = refilled_at_300_ms(0.0, 3.0, 5.0);
     assert!(back > 0.8 * (5 * C) as f64 * PAYLOAD, "back {back}");
 }
 
-/// The goodput 3-5 s after a 300 ms path (one BDP of queue) went from 20
-/// back to 100 Mb/s, with `jitter_ms` of jitter after its queue.
-fn refilled_at_300_ms(jitter_ms: f64) -> f64 {
+/// The goodput from `from_s` to `to_s` after a 300 ms path (one BDP of
+/// queue) went from 20 back to 100 Mb/s, with `jitter_ms` of jitter after
+/// its queue.
+fn refilled_at_300_ms(jitter_ms: f64, from_s: f64, to_s: f64) -> f64 {
     let high = 5 * C;
     let mut b = stepped(3_750_000, high, C, 5.0, 12.0);
     b.jitter_ms = jitter_ms;
-    let r = run(17.0, b, vec![netblt("fair", PolicySpec::Fair, 300.0, 0.0)]);
-    let back = goodput(&r, 0, 15.0, 17.0);
-    println!("3-5 s after the step up: {:.2} Mb/s", back / 1e6);
+    let r = run(
+        12.0 + to_s,
+        b,
+        vec![netblt("fair", PolicySpec::Fair, 300.0, 0.0)],
+    );
+    let back = goodput(&r, 0, 12.0 + from_s, 12.0 + to_s);
+    println!(
+        "{from_s}-{to_s} s after the step up: {:.2} Mb/s",
+        back / 1e6
+    );
     back
 }
 
@@ -325,12 +333,8 @@ fn refilled_at_300_ms(jitter_ms: f64) -> f64 {
 /// the 100; since, 93.0. The test asks for 0.75 of the path.
 #[test]
 fn a_refill_at_300_ms_starts_up_again() {
-    let high = 5 * C;
-    let b = stepped(3_750_000, high, C, 5.0, 12.0);
-    let r = run(16.0, b, vec![netblt("fair", PolicySpec::Fair, 300.0, 0.0)]);
-    let back = goodput(&r, 0, 14.0, 15.0);
-    println!("2-3 s after the step up: {:.2} Mb/s", back / 1e6);
-    assert!(back > 0.75 * high as f64 * PAYLOAD, "back {back}");
+    let back = refilled_at_300_ms(0.0, 2.0, 3.0);
+    assert!(back > 0.75 * (5 * C) as f64 * PAYLOAD, "back {back}");
 }
 
 /// R45: the same refill with 2 ms of jitter on the bottleneck. The jitter
@@ -342,7 +346,7 @@ fn a_refill_at_300_ms_starts_up_again() {
 /// packet found the queue empty.
 #[test]
 fn jitter_does_not_hold_the_refill_at_300_ms() {
-    let back = refilled_at_300_ms(2.0);
+    let back = refilled_at_300_ms(2.0, 3.0, 5.0);
     assert!(back > 0.75 * (5 * C) as f64 * PAYLOAD, "back {back}");
 }
 
