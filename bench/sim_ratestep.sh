@@ -16,7 +16,10 @@
 # (bench/results/sim-ratestep-DATE.json). Prints a table of medians per
 # build, RTT and jitter: the third phase's mean delivered rate, when the
 # controller's pacing rate was back at 90 % of the path for a second (as
-# `ratestep.sh` judges it) and when the path was 90 % busy.
+# `ratestep.sh` judges it) and when the path was 90 % busy; and for the step
+# down (R48), when the pacing rate stayed within 110 % of the low path for a
+# second and when the bottleneck's queue had drained (under max(10 ms, 0.1 x
+# RTT) for a second).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 lib="$root/bench/lib"
