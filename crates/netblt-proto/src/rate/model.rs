@@ -454,6 +454,17 @@ impl Model {
                 .is_some_and(|r| r > base + self.queue_threshold())
     }
 
+    /// Back to STARTUP from CRUISE (a cap lifted, R27; capacity found,
+    /// R50), its plateau test counting from `full_bw`. FAST's window starts
+    /// again from the new estimate when STARTUP ends (`enter_cruise`).
+    fn start_up_again(&mut self, full_bw: f64) {
+        self.phase = Phase::Startup;
+        self.reason = RateReason::Startup;
+        self.full_bw = full_bw;
+        self.full_bw_rounds = 0;
+        self.fast_w = None;
+    }
+
     fn gain(&self) -> f64 {
         match self.phase {
             Phase::Startup => STARTUP_GAIN,
@@ -777,15 +788,6 @@ impl Model {
             _ => bw,
         };
         let pipe = pipe_bw / 8.0 * base.as_secs_f64() + alpha;
-        // R49: the overshoot's queue has drained (R46): FAST's cuts over the
-        // rounds the queue lengthened leave the window under the pipe, and
-        // growth, which needs two empty rounds, or R37, which needs one,
-        // took it back a round or two later (100 ms, 2 ms of jitter: 74 of
-        // 96 Mb/s for a round after the drain). Back to FAST's equilibrium
-        // at the path's rate at once.
-        if drain_ended && w < pipe {
-            new = new.max(pipe.min(2.0 * w));
-        }
         let grow_own = match self.fast_floor.get(self.round) {
             Some(floor) if self.fast_found > 0 || w < pipe => {
                 let floor = floor.min(self.queue_threshold().as_secs_f64());
@@ -793,6 +795,25 @@ impl Model {
             }
             _ => own,
         };
+        // A window under the path's pipe with the queue empty (R37), or
+        // with an overshoot's queue just drained (R49), leaves the link
+        // idle for certain: back to FAST's equilibrium at the path's rate
+        // at once, not by the growth steps below, which need two empty
+        // rounds. R37: draining a probe's queue, FAST's cut (on the round's
+        // mean delay, a round late) went on after the queue had gone: at
+        // 300 ms it paced 3 % under the path for two rounds of every eight.
+        // R49: FAST's cuts over the rounds the overshoot lengthened left the
+        // window under the pipe with alpha of its own queued, where neither
+        // growth nor R37 runs (100 ms, 2 ms of jitter: 74 of 96 Mb/s for a
+        // round after the drain). The pipe (above) is at the rate a queue
+        // last showed the link to carry, if that is lower than the ten-round
+        // estimate and recent: after a drop from 100 to 20 Mb/s the estimate
+        // remembered 100 for ten rounds, and the first empty round after the
+        // drain doubled the window back over the 20 Mb/s pipe, which queued
+        // 20 ms and drained again (emulator, 100 ms; R42).
+        if w < pipe && (grow_own < alpha / 2.0 || drain_ended) {
+            new = new.max(pipe.min(2.0 * w));
+        }
         if grow_own < alpha / 2.0 {
             self.fast_grow += 1;
             // R40: the path delivered more as the window grew, with nothing
@@ -834,11 +855,7 @@ impl Model {
                     // pacing at no less than 0.9 of it while the queue
                     // STARTUP left drains (R46; `enter_cruise`).
                     self.restarted = true;
-                    self.phase = Phase::Startup;
-                    self.fast_w = None;
-                    self.full_bw = bw;
-                    self.full_bw_rounds = 0;
-                    self.reason = RateReason::Startup;
+                    self.start_up_again(bw);
                     return;
                 }
             } else if self.fast_found > 0 && !self.fast_found_held {
@@ -874,22 +891,6 @@ impl Model {
                     * f64::from(1u32 << self.fast_found);
                 let ceiling = bw / 8.0 * (base.as_secs_f64() + over) + alpha;
                 new = new.max(grown.min(ceiling.max(w)));
-            }
-            // An empty queue with a window under the path's estimated pipe
-            // leaves the link idle for certain: go back to FAST's
-            // equilibrium at the estimated rate at once, not by the growth
-            // steps above, which begin a round later (R37). Draining a probe's
-            // queue, FAST's cut (on the round's mean delay, a round late)
-            // went on after the queue had gone: at 300 ms it paced 3 % under
-            // the path for two rounds of every eight.
-            // The pipe (above) is at the rate a queue last showed the link
-            // to carry, if that is lower than the ten-round estimate and
-            // recent: after a drop from 100 to 20 Mb/s the estimate
-            // remembered 100 for ten rounds, and the first empty round after the drain doubled
-            // the window back over the 20 Mb/s pipe, which queued 20 ms and
-            // drained again (emulator, 100 ms; R42).
-            if w < pipe {
-                new = new.max(pipe.min(2.0 * w));
             }
             self.reason = RateReason::Probing;
         } else if own <= alpha
@@ -1401,13 +1402,7 @@ impl RateController for Model {
         let held = self.bw.get().is_some_and(|bw| bw >= old * 0.9);
         let idle_phase = matches!(self.phase, Phase::Startup | Phase::ProbeRtt);
         if self.max_bps > old * 1.25 && held && !idle_phase {
-            self.phase = Phase::Startup;
-            self.reason = RateReason::Startup;
-            self.full_bw = 0.0;
-            self.full_bw_rounds = 0;
-            // FAST's window starts again from the new estimate when
-            // STARTUP ends (`enter_cruise`).
-            self.fast_w = None;
+            self.start_up_again(0.0);
         }
     }
 
