@@ -4,7 +4,7 @@
 #
 #   bench/fairness.sh [--quick]
 #
-# One `netblt emu` path (RATE, RTT ms, drop-tail queue of 1 BDP) per scenario
+# One `netblt emu` path (RATE, RTT ms, drop-tail queue of QUEUE_BDP BDP) per scenario
 # and run; all flows of a scenario cross it together, each to its own port:
 #   netblt-netblt    two NETBLT flows, the second STAGGER s after the first;
 #   netblt-cubic     NETBLT, then TCP CUBIC (iperf3 -C cubic) STAGGER s later;
@@ -30,7 +30,7 @@
 # Modes: --quick: 1 run, STAGGER 2, STAGGER4 2, CONVERGE 5, WINDOW 8 (about
 #        3 minutes); full (default): REPS 3, STAGGER 5, STAGGER4 5,
 #        CONVERGE 10, WINDOW 20 (about 15 minutes).
-# Environment: RATE (100M), RTT (50), SCENARIOS, NETBLT_ARGS (extra flags of
+# Environment: RATE (100M), RTT (50), QUEUE_BDP (1; at least 150 kB), SCENARIOS, NETBLT_ARGS (extra flags of
 # every NETBLT flow, e.g. "--rate 45M"), NETBLT_BG_ARGS (default
 # "--policy background" when the binary has it; otherwise the flow runs with
 # NETBLT_ARGS only and the table says so), REPS, STAGGER, STAGGER4,
@@ -77,7 +77,8 @@ rate_bps="$(python3 -c "
 t='$RATE'; m={'k':1e3,'K':1e3,'M':1e6,'G':1e9}
 print(int(float(t[:-1])*m[t[-1]]) if t[-1] in m else int(float(t)))")"
 delay="$(awk -v r="$RTT" 'BEGIN {printf "%.6g", r / 2}')"
-queue="$(awk -v c="$rate_bps" -v r="$RTT" 'BEGIN {x = c / 8 * r / 1000; if (x < 150000) x = 150000; printf "%d", x}')"
+QUEUE_BDP="${QUEUE_BDP:-1}"
+queue="$(awk -v c="$rate_bps" -v r="$RTT" -v q="$QUEUE_BDP" 'BEGIN {x = c / 8 * r / 1000 * q; if (x < 150000) x = 150000; printf "%d", x}')"
 
 work="$(mktemp -d /tmp/netblt-fair.XXXXXX)"
 results="$work/results.jsonl"
@@ -182,7 +183,7 @@ load_after="$(wan_load)"
 python3 - "$work/meta.json" "${WAN_SYSCTLS[@]}" <<EOF
 import json, sys, platform
 json.dump({"script": "bench/fairness.sh", "mode": "$MODE", "started": "$started", "finished": "$(date -Is)",
-           "rate": "$RATE", "rtt_ms": $RTT, "queue_bytes": $queue, "reps": $REPS, "stagger_s": $STAGGER,
+           "rate": "$RATE", "rtt_ms": $RTT, "queue_bytes": $queue, "queue_bdp": "$QUEUE_BDP", "reps": $REPS, "stagger_s": $STAGGER,
            "stagger4_s": $STAGGER4, "converge_s": $CONVERGE, "window_s": $WINDOW,
            "netblt_args": "$NETBLT_ARGS", "netblt_bg_args": "$NETBLT_BG_ARGS", "note": "$BG_NOTE",
            "different_rtts": "not run: netblt emu has one delay per direction, not per flow",
@@ -191,7 +192,7 @@ json.dump({"script": "bench/fairness.sh", "mode": "$MODE", "started": "$started"
            "sysctls": sys.argv[2:]}, open(sys.argv[1], "w"), indent=1)
 EOF
 echo
-echo "bench/fairness.sh $MODE  $RATE, RTT $RTT ms, queue $queue B (1 BDP)  NETBLT_ARGS='$NETBLT_ARGS'  $("$NETBLT" --version 2>/dev/null)"
+echo "bench/fairness.sh $MODE  $RATE, RTT $RTT ms, queue $queue B ($QUEUE_BDP BDP)  NETBLT_ARGS='$NETBLT_ARGS'  $("$NETBLT" --version 2>/dev/null)"
 python3 "$lib/fairstats.py" summary "$results" "$work/meta.json" "$OUT_JSON"
 [ -n "$BG_NOTE" ] && echo "note: $BG_NOTE"
 echo "not run: flows with different RTTs (netblt emu has one delay per direction, not per flow; no netem)"
