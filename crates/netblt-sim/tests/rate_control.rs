@@ -350,6 +350,34 @@ fn a_refill_at_300_ms_starts_up_within_two_seconds() {
     assert!(back > 0.8 * (5 * C) as f64 * PAYLOAD, "back {back}");
 }
 
+/// R50 and R51 start up again only when the path has more to give. On a
+/// path that never changes (20 Mb/s, 50 ms, 2 ms of jitter, where R51's
+/// growth is smallest against alpha) a restart would double the window and
+/// queue half a BDP or more before HyStart++ ends it; with none, the queue
+/// peaks at 0.22-0.27 BDP after the first 3 s over 40 s (jitter 0-2 ms,
+/// seeds 1-2, also 0.10-0.17 at 100 and 300 ms). The test asks for under
+/// 0.4 BDP; with any rise counted (R43's bar at zero) it reads 0.99.
+#[test]
+fn a_steady_path_never_starts_up_again() {
+    let bdp = C / 8 / 20;
+    let mut b = bottleneck(bdp as usize, 0.0);
+    b.jitter_ms = 2.0;
+    let r = run(40.0, b, vec![netblt("fair", PolicySpec::Fair, 50.0, 0.0)]);
+    let dt = r.sample_interval_s;
+    let q = &r.bottleneck.queue_series_bytes;
+    let peak = q
+        .iter()
+        .skip((3.0 / dt) as usize)
+        .copied()
+        .max()
+        .unwrap_or(0);
+    println!(
+        "peak queue after 3 s: {peak} B ({:.2} BDP)",
+        peak as f64 / bdp as f64
+    );
+    assert!(peak < bdp * 4 / 10, "peak {peak} of a {bdp} B BDP");
+}
+
 /// R45: the same refill with 2 ms of jitter on the bottleneck. The jitter
 /// adds about a millisecond to every round's mean, which FAST reads as
 /// more bytes of its own queued the faster it goes: R43's doubling stopped
