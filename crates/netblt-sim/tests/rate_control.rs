@@ -129,6 +129,13 @@ fn goodput(r: &DumbbellReport, flow: usize, from_s: f64, to_s: f64) -> f64 {
     r.flows[flow].goodput_between(r.sample_interval_s, from_s, to_s)
 }
 
+/// The bottleneck's queue (bytes, one sample per `sample_interval_s`) from
+/// `from_s` on.
+fn queue_from(r: &DumbbellReport, from_s: f64) -> &[u64] {
+    let q = &r.bottleneck.queue_series_bytes;
+    &q[((from_s / r.sample_interval_s) as usize).min(q.len())..]
+}
+
 /// 20 Mb/s, 50 ms, one BDP of drop-tail queue: the rate is found, the
 /// queue stays short, almost nothing is dropped.
 #[test]
@@ -363,14 +370,7 @@ fn a_steady_path_never_starts_up_again() {
     let mut b = bottleneck(bdp as usize, 0.0);
     b.jitter_ms = 2.0;
     let r = run(40.0, b, vec![netblt("fair", PolicySpec::Fair, 50.0, 0.0)]);
-    let dt = r.sample_interval_s;
-    let q = &r.bottleneck.queue_series_bytes;
-    let peak = q
-        .iter()
-        .skip((3.0 / dt) as usize)
-        .copied()
-        .max()
-        .unwrap_or(0);
+    let peak = queue_from(&r, 3.0).iter().copied().max().unwrap_or(0);
     println!(
         "peak queue after 3 s: {peak} B ({:.2} BDP)",
         peak as f64 / bdp as f64
@@ -407,15 +407,14 @@ fn a_queue_left_by_a_rate_step_down_drains_within_three_seconds_at_300_ms() {
     let b = stepped(3_750_000, high, C, 6.0, 60.0);
     let r = run(13.0, b, vec![netblt("fair", PolicySpec::Fair, 300.0, 0.0)]);
     let dt = r.sample_interval_s;
-    let q = &r.bottleneck.queue_series_bytes;
     // Drained: under 30 ms (a tenth of the round trip) at 20 Mb/s for a
     // whole second.
     let bound = (0.030 * C as f64 / 8.0) as u64;
     let per_s = (1.0 / dt).round() as usize;
-    let from = (6.0 / dt) as usize;
-    let drained = (from..q.len().saturating_sub(per_s))
+    let q = queue_from(&r, 6.0);
+    let drained = (0..q.len().saturating_sub(per_s))
         .find(|&i| q[i..=i + per_s].iter().all(|&b| b <= bound))
-        .map(|i| i as f64 * dt - 6.0);
+        .map(|i| i as f64 * dt);
     println!("queue drained {drained:?} s after the step down");
     assert!(drained.is_some_and(|d| d <= 3.0), "drained {drained:?}");
     // And the path stayed busy: the low phase's last 3 s at 0.9 of it.
