@@ -847,10 +847,11 @@ impl Model {
             if bw >= prev_bw * (1.0 + rise) && prev_bw > 0.0 {
                 self.fast_found = (self.fast_found + 1).min(5);
                 self.fast_found_held = false;
-                // R51: or once, after three empty rounds running: the
-                // window went on growing past the estimate's pipe for two
-                // of them and nothing queued, which a full path cannot do.
-                if self.fast_found >= 2 || (self.fast_found == 1 && self.fast_grow >= 3) {
+                // R51: or once (`fast_found` is at least 1 here), after
+                // three empty rounds running: the window went on growing
+                // past the estimate's pipe for two of them and nothing
+                // queued, which a full path cannot do.
+                if self.fast_found >= 2 || self.fast_grow >= 3 {
                     // R50: capacity found twice (the path delivered more,
                     // with nothing queued, in two rounds of growth at most a
                     // round apart, R43's hold):
