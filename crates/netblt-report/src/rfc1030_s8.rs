@@ -176,6 +176,8 @@ pub fn run_one(n: usize, load: f64, duration_s: f64, seed: u64) -> anyhow::Resul
             queue_bytes: bdp,
             aqm: AqmSpec::DropTail,
             loss: LossModel::None,
+            reorder: 0.0,
+            reorder_delay_ms: 0.0,
             mtu: chan.mtu.unwrap_or(1518),
         },
         // The hosts' 10 Mb/s Ethernets (§6-7).

@@ -20,6 +20,8 @@ fn bottleneck(rate_bps: u64, queue_bytes: usize) -> BottleneckSpec {
         queue_bytes,
         aqm: AqmSpec::DropTail,
         loss: LossModel::None,
+        reorder: 0.0,
+        reorder_delay_ms: 0.0,
         mtu: 1500,
     }
 }

@@ -22,6 +22,8 @@ pub(crate) struct FeedbackOut {
     seq: u32,
     /// Newest DATA/LDATA packet: (buffer, packet, arrival).
     newest: Option<(u32, u16, Instant)>,
+    /// The one before it, for `on_found`.
+    before: Option<(u32, u16, Instant)>,
     /// Arrivals since the last FEEDBACK.
     pending: u32,
     last_sent: Option<Instant>,
@@ -36,13 +38,30 @@ impl FeedbackOut {
         }
         self.arrived_pkts = self.arrived_pkts.wrapping_add(1);
         self.arrived_bytes = self.arrived_bytes.wrapping_add(bytes as u32);
-        self.newest = Some((buffer, packet, now));
+        self.before = self.newest.replace((buffer, packet, now));
         self.pending = self.pending.saturating_add(1);
     }
 
     /// Packets found missing.
     pub(crate) fn on_lost(&mut self, n: u32) {
         self.lost = self.lost.wrapping_add(n);
+    }
+
+    /// A packet reported missing that arrived after all (overtaken, not
+    /// lost): the cumulative count goes back down, and the data sender
+    /// reads a negative difference as packets found (R53).
+    /// That packet, just counted by `on_arrival`, is not echoed either: it
+    /// was held back on the way, and its round trip would read the holding
+    /// as queue.
+    pub(crate) fn on_found(&mut self, buffer: u32, packet: u16) {
+        self.lost = self.lost.wrapping_sub(1);
+        if self
+            .newest
+            .is_some_and(|(b, p, _)| b == buffer && p == packet)
+            && self.before.is_some()
+        {
+            self.newest = self.before.take();
+        }
     }
 
     /// Eight reports per round trip, within [`MIN_INTERVAL`, `MAX_INTERVAL`].
@@ -94,5 +113,62 @@ impl FeedbackOut {
         self.pending = 0;
         self.last_sent = Some(now);
         Some(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enabled() -> FeedbackOut {
+        FeedbackOut {
+            enabled: true,
+            ..FeedbackOut::default()
+        }
+    }
+
+    fn report(f: &mut FeedbackOut, now: Instant) -> FeedbackRepr {
+        let mut buf = [0u8; 64];
+        let n = f
+            .emit(now, Duration::from_millis(50), &mut buf, (1, 2))
+            .unwrap();
+        match Packet::parse(&buf[..n]).unwrap().repr {
+            Repr::Feedback(r) => r,
+            r => panic!("not a FEEDBACK: {r:?}"),
+        }
+    }
+
+    /// R53: packet 1 overtaken by packet 2 is counted lost, then found when
+    /// it arrives; the FEEDBACK echoes packet 2, whose round trip is the
+    /// path's, not packet 1, which was held back on the way.
+    #[test]
+    fn an_overtaken_packet_is_found_and_not_echoed() {
+        let mut f = enabled();
+        let t = Instant::from_micros(1_000);
+        f.on_arrival(t, 7, 0, 1400);
+        f.on_arrival(t, 7, 2, 1400);
+        f.on_lost(1);
+        let r = report(&mut f, t);
+        assert_eq!((r.arrived_packets, r.lost_packets), (2, 1));
+        let later = Instant::from_micros(9_000);
+        f.on_arrival(later, 7, 1, 1400);
+        f.on_found(7, 1);
+        let r = report(&mut f, later);
+        assert_eq!((r.arrived_packets, r.lost_packets), (3, 0));
+        assert_eq!((r.echo_buffer, r.echo_packet), (7, 2));
+        // Held since packet 2 arrived, at 1 ms.
+        assert_eq!(r.hold_us, 8_000);
+    }
+
+    /// The count is cumulative and wraps: found after a wrap, it goes back
+    /// across zero, which the data sender reads as a negative difference.
+    #[test]
+    fn found_wraps_back() {
+        let mut f = enabled();
+        f.lost = 0;
+        f.on_arrival(Instant::from_micros(1), 1, 3, 1400);
+        f.on_found(1, 3);
+        assert_eq!(f.lost, u32::MAX);
+        assert_eq!(f.lost.wrapping_sub(0) as i32, -1);
     }
 }

@@ -510,6 +510,14 @@ impl Receiver {
             let from = b.highest.map_or(0, |h| h + 1);
             self.feedback.on_lost(p as u32 - from);
             b.highest = Some(p as u32);
+        } else if !b.requested.get(p) {
+            // A hole FEEDBACK reported, filled before any RESEND asked for
+            // it: the packet was overtaken, not lost (R53). Counted as lost
+            // for good, 2 % of packets held back 10 ms at 50 ms read as 2 %
+            // of noise, and the delivery-rate estimate, which adds counted
+            // losses back, ran 2 % over the path: 3.6 % less goodput and
+            // three times the queue (simulator).
+            self.feedback.on_found(d.buffer, p as u16);
         }
         b.last |= d.last_buffer;
         b.backoff = 0;

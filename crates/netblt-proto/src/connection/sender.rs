@@ -413,11 +413,19 @@ impl Sender {
                 f.lost_packets.wrapping_sub(self.fb.lost),
             )
         };
+        // The lost count goes down when packets it counted arrive after all
+        // (reordered, R53): a difference that is negative as an i32 is
+        // packets found, not four billion lost.
+        let (d_lost, d_found) = match d_lost as i32 {
+            d if d < 0 && !first => (0, d.unsigned_abs()),
+            _ => (d_lost, 0),
+        };
         self.fb.arrived_pkts = f.arrived_packets;
         self.fb.arrived_bytes = f.arrived_bytes;
         self.fb.lost = f.lost_packets;
         self.fb.delivered += u64::from(d_bytes);
-        self.fb.lost_total += u64::from(d_lost);
+        self.fb.lost_total =
+            (self.fb.lost_total + u64::from(d_lost)).saturating_sub(u64::from(d_found));
         self.fb.last_at = Some(now);
         let rec = self
             .bufs
@@ -442,6 +450,7 @@ impl Sender {
             app_limited: false,
             arrived: u64::from(d_pkts),
             lost: u64::from(d_lost),
+            found: u64::from(d_found),
             inflight_bytes: self.inflight_bytes(),
             packet_bytes: u32::from(self.params.packet_size),
             group_packets: u32::from(self.fb.group),

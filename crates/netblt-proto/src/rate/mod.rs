@@ -135,6 +135,9 @@ pub struct RateSample {
     pub arrived: u64,
     /// Data packets found missing since the previous FEEDBACK.
     pub lost: u64,
+    /// Data packets reported missing earlier that arrived since the
+    /// previous FEEDBACK (overtaken by later ones, not lost).
+    pub found: u64,
     /// Payload bytes in flight (sent, neither reported arrived nor lost).
     pub inflight_bytes: u64,
     /// Payload bytes per packet.

@@ -1272,7 +1272,9 @@ impl RateController for Model {
             self.r_rtt_n += 1;
         }
         self.r_arrived += s.arrived;
-        self.r_lost += s.lost;
+        // Packets found (R53) were counted lost in this round or the one
+        // before; take them out of this round's count.
+        self.r_lost = self.r_lost.saturating_sub(s.found) + s.lost;
         // DRAIN follows a STARTUP round whose rate grew within the round:
         // the short-span sample sees the bottleneck's rate while the queue
         // STARTUP built empties, where the one-round sample still averages
@@ -1456,6 +1458,7 @@ mod tests {
             app_limited: false,
             arrived: 8,
             lost: 0,
+            found: 0,
             inflight_bytes: 100_000,
             packet_bytes: 1400,
             group_packets: 8,

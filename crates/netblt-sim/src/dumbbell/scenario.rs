@@ -81,6 +81,14 @@ pub struct BottleneckSpec {
     /// Random loss on the bottleneck ("noise"), netblt-link's model.
     #[serde(default)]
     pub loss: LossModel,
+    /// Probability that a packet is held back by `reorder_delay_ms` after
+    /// the queue, so that later packets overtake it (netblt-link's
+    /// `reorder`: multipath routing, link-layer retransmission).
+    #[serde(default)]
+    pub reorder: f64,
+    /// How long a reordered packet is held back, in ms.
+    #[serde(default)]
+    pub reorder_delay_ms: f64,
     /// Largest IP packet carried (default 1500).
     #[serde(default = "mtu")]
     pub mtu: usize,
@@ -440,6 +448,8 @@ impl Scenario {
             queue_limit_bytes: Some(b.queue_bytes),
             aqm,
             loss: b.loss.clone(),
+            reorder: b.reorder,
+            reorder_delay: ms("bottleneck.reorder_delay_ms", b.reorder_delay_ms)?,
             mtu: Some(b.mtu),
             ..LinkConfig::default()
         };
