@@ -50,6 +50,7 @@ impl FeedbackOut {
     /// A packet reported missing that arrived after all (overtaken, not
     /// lost): the cumulative count goes back down, and the data sender
     /// reads a negative difference as packets found (R53).
+    ///
     /// That packet, just counted by `on_arrival`, is not echoed either: it
     /// was held back on the way, and its round trip would read the holding
     /// as queue.
@@ -160,15 +161,17 @@ mod tests {
         assert_eq!(r.hold_us, 8_000);
     }
 
-    /// The count is cumulative and wraps: found after a wrap, it goes back
-    /// across zero, which the data sender reads as a negative difference.
+    /// The count wraps both ways, as the data sender's differences do: a
+    /// packet found at zero takes it to u32::MAX, one less than zero
+    /// (saturating at zero would lose it, and the sender would read the
+    /// next loss as none).
     #[test]
     fn found_wraps_back() {
         let mut f = enabled();
-        f.lost = 0;
         f.on_arrival(Instant::from_micros(1), 1, 3, 1400);
         f.on_found(1, 3);
         assert_eq!(f.lost, u32::MAX);
-        assert_eq!(f.lost.wrapping_sub(0) as i32, -1);
+        f.on_lost(1);
+        assert_eq!(f.lost, 0);
     }
 }
