@@ -707,6 +707,20 @@ impl Model {
             // emptying: its mean round trip counts a queue that is gone,
             // and acting on it cut a 100 Mb/s, 300 ms flow to 79 Mb/s for
             // a second after every start-up (emulator).
+            // R55: but the window was set from the estimate STARTUP left,
+            // and the short-span sample of the drain (R6) may since have
+            // found more: with the queue empty at the round's end, take
+            // the window up to the new estimate's pipe. A restart at 300
+            // ms whose STARTUP ended on HyStart's round trip with the
+            // estimate at 78 of 96 Mb/s paced 78 for two more rounds.
+            let room = self
+                .round_queue()
+                .is_some_and(|q| q <= self.queue_threshold() / 4);
+            let pipe = self.bottleneck() / 8.0 * base.as_secs_f64()
+                + FAST_ALPHA.max(f64::from(self.group_packets)) * f64::from(self.packet_bytes);
+            if room && pipe > w && pipe.is_finite() {
+                self.fast_w = Some(pipe.min(2.0 * w));
+            }
             return;
         }
         self.fast_rtt = Some(rtt);
