@@ -709,8 +709,9 @@ impl Model {
             // a second after every start-up (emulator).
             // R55: but the window was set from the estimate STARTUP left,
             // and the short-span sample of the drain (R6) may since have
-            // found more: with the queue empty at the round's end, take
-            // the window up to the new estimate's pipe. A restart at 300
+            // found more: if some packet of the round found the queue
+            // (almost) empty, take the window up to the new estimate's
+            // pipe. A restart at 300
             // ms whose STARTUP ended on HyStart's round trip with the
             // estimate at 78 of 96 Mb/s paced 78 for two more rounds.
             let room = self
