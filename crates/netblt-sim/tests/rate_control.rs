@@ -101,9 +101,21 @@ fn run_lossy_return(
     reverse: LossModel,
     flows: Vec<FlowSpec>,
 ) -> DumbbellReport {
+    run_seeded(7, duration_s, b, reverse, flows)
+}
+
+/// As `run_lossy_return`, with the scenario's `seed` (the connections'
+/// UIDs, so the controllers' probing schedules).
+fn run_seeded(
+    seed: u64,
+    duration_s: f64,
+    b: BottleneckSpec,
+    reverse: LossModel,
+    flows: Vec<FlowSpec>,
+) -> DumbbellReport {
     let s = Scenario {
         name: "rate control".into(),
-        seed: 7,
+        seed,
         duration_s,
         sample_interval_ms: 100.0,
         bottleneck: b,
@@ -403,23 +415,18 @@ fn refilled_at_300_ms(jitter_ms: f64, from_s: f64, to_s: f64) -> f64 {
     refilled_at_300_ms_seeded(7, jitter_ms, from_s, to_s)
 }
 
-/// As `refilled_at_300_ms`, with the scenario's `seed` (the connection's
-/// UID, so the controller's probing schedule).
+/// As `refilled_at_300_ms`, with the scenario's `seed`.
 fn refilled_at_300_ms_seeded(seed: u64, jitter_ms: f64, from_s: f64, to_s: f64) -> f64 {
     let high = 5 * C;
     let mut b = stepped(3_750_000, high, C, 5.0, 12.0);
     b.jitter_ms = jitter_ms;
-    let s = Scenario {
-        name: "rate control".into(),
+    let r = run_seeded(
         seed,
-        duration_s: 12.0 + to_s,
-        sample_interval_ms: 100.0,
-        bottleneck: b,
-        access_rate_bps: 1_000_000_000,
-        reverse_loss: LossModel::None,
-        flows: vec![netblt("fair", PolicySpec::Fair, 300.0, 0.0)],
-    };
-    let r = run_dumbbell(&s).unwrap();
+        12.0 + to_s,
+        b,
+        LossModel::None,
+        vec![netblt("fair", PolicySpec::Fair, 300.0, 0.0)],
+    );
     let back = goodput(&r, 0, 12.0 + from_s, 12.0 + to_s);
     println!(
         "{from_s}-{to_s} s after the step up: {:.2} Mb/s",

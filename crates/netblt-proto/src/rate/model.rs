@@ -342,6 +342,20 @@ impl Model {
         self.bw.get().unwrap_or(self.initial_bps)
     }
 
+    /// FAST's alpha in bytes: what each flow keeps of its own in the
+    /// queue. A pacing group reaches the bottleneck back to back and queues
+    /// there whatever the rate: its packets wait (g - 1) / 2 packet times
+    /// on average, a queue FAST counts as its own. With groups larger than
+    /// alpha (a millisecond of data at high rates: 32 packets of 16 KB on
+    /// loopback) FAST backed off from its own bursts and held 12 Gb/s where
+    /// the path carried 20; alpha is therefore at least a group. Flows at
+    /// one rate have one group size, so FAST's fairness stands; at up to
+    /// ~100 Mb/s with 1400-byte packets a group is 8 packets and alpha is
+    /// unchanged.
+    fn fast_alpha(&self) -> f64 {
+        FAST_ALPHA.max(f64::from(self.group_packets)) * f64::from(self.packet_bytes)
+    }
+
     /// Bytes of one bottleneck-rate x base-round-trip.
     fn bdp_bytes(&self) -> Option<f64> {
         let rtt = self.min_rtt?;
@@ -711,15 +725,14 @@ impl Model {
             // and the short-span sample of the drain (R6) may since have
             // found more: if some packet of the round found the queue
             // (almost) empty, take the window up to the new estimate's
-            // pipe. A restart at 300
-            // ms whose STARTUP ended on HyStart's round trip with the
-            // estimate at 78 of 96 Mb/s paced 78 for two more rounds.
+            // pipe. A restart at 300 ms whose STARTUP ended on HyStart's
+            // round trip with the estimate at 78 of 96 Mb/s paced 78 for
+            // two more rounds.
             let room = self
                 .round_queue()
                 .is_some_and(|q| q <= self.queue_threshold() / 4);
-            let pipe = self.bottleneck() / 8.0 * base.as_secs_f64()
-                + FAST_ALPHA.max(f64::from(self.group_packets)) * f64::from(self.packet_bytes);
-            if room && pipe > w && pipe.is_finite() {
+            let pipe = self.bdp_bytes().map(|b| b + self.fast_alpha());
+            if let Some(pipe) = pipe.filter(|p| room && *p > w && p.is_finite()) {
                 self.fast_w = Some(pipe.min(2.0 * w));
             }
             return;
@@ -727,16 +740,7 @@ impl Model {
         self.fast_rtt = Some(rtt);
         let ratio = base.as_secs_f64() / rtt.as_secs_f64();
         let pkt = f64::from(self.packet_bytes);
-        // A pacing group reaches the bottleneck back to back and queues
-        // there whatever the rate: its packets wait (g - 1) / 2 packet
-        // times on average, a queue FAST counts as its own. With groups
-        // larger than alpha (a millisecond of data at high rates: 32
-        // packets of 16 KB on loopback) FAST backed off from its own
-        // bursts and held 12 Gb/s where the path carried 20; alpha is
-        // therefore at least a group. Flows at one rate have one group
-        // size, so FAST's fairness stands; at up to ~100 Mb/s with
-        // 1400-byte packets a group is 8 packets and alpha is unchanged.
-        let alpha = FAST_ALPHA.max(f64::from(self.group_packets)) * pkt;
+        let alpha = self.fast_alpha();
         let own = w * (1.0 - ratio);
         self.fast_own = (own, alpha);
         let mut new = 0.5 * w + 0.5 * (ratio * w + alpha);
