@@ -86,14 +86,16 @@ fn a_short_clean_path_keeps_few_buffers() {
     // 100 Mb/s, 20 ms, no loss: a buffer is outstanding about a round trip
     // and its own sending time (51 ms); 5 buffers are enough, a few more
     // during start-up's overshoot (twice the rate, a queue), and far fewer
-    // than the 64 allowed are taken from the application.
+    // than the 64 allowed are taken from the application. (R56's measuring
+    // train holds the first buffer a round trip longer, and the longest
+    // life lately sets the count: peak 12 before, 13 since.)
     let r = run(config(64, Some(4)), 12_000_000, 100.0 * MBIT, 20, 0.0, 12);
     println!(
         "{:.1} Mb/s, peak {} buffers",
         r.goodput_bps / MBIT,
         r.peak_buffers
     );
-    assert!(r.peak_buffers <= 12, "peak {}", r.peak_buffers);
+    assert!(r.peak_buffers <= 14, "peak {}", r.peak_buffers);
     assert!(r.goodput_bps > 0.7 * 100.0 * MBIT * 1400.0 / 1452.0);
     // Without a floor every negotiated buffer is taken (RFC 998).
     let all = run(config(64, None), 12_000_000, 100.0 * MBIT, 20, 0.0, 12);

@@ -51,6 +51,11 @@ struct SendRecord {
 /// queue drops where a few packets of slack, which make FAST's window clock
 /// the sender, leave 47 (simulator, `five_percent_loss_each_way_on_a_short_path`).
 const PHANTOM_SLACK_PKTS: u64 = 10;
+
+/// How long the controller's first flight waits for the first FEEDBACK
+/// before the in-flight cap gives way (RFC 6298 §5.7's 3 s, for a lost
+/// first exchange; R56).
+const FIRST_REPORT_GUARD: Duration = Duration::from_secs(3);
 /// A packet asked for again after this many copies were lost is sent twice
 /// (decision R12): at 5 % loss, one 1 MiB buffer in ten has a packet lost
 /// three times, and such a buffer stays outstanding five round trips,
@@ -217,6 +222,8 @@ struct FeedbackIntake {
     /// counts each missing packet once, so these are lost on top of its count.
     requested_again: u64,
     last_at: Option<Instant>,
+    /// When the first DATA packet went out (rate control only).
+    first_data_at: Option<Instant>,
     /// Payload bytes sent (retransmissions included).
     sent_bytes: u64,
     /// `sent_through` of the newest copy a FEEDBACK echoed: bytes sent up
@@ -375,7 +382,14 @@ impl Sender {
         if inflight < cap {
             return None;
         }
-        let last = self.fb.last_at?;
+        let Some(last) = self.fb.last_at else {
+            // No FEEDBACK yet: the controller's first flight (R56) waits
+            // for the first report, or gives way after RFC 6298's 3 s
+            // fallback for a lost first exchange (a 1.8 s path's first
+            // FEEDBACK comes after 1.8 s; losing all of a train's
+            // FEEDBACKs is rare).
+            return Some(self.fb.first_data_at? + FIRST_REPORT_GUARD);
+        };
         let guard = self
             .fb
             .last_rtt
@@ -949,6 +963,7 @@ impl Sender {
             }
             self.fb.sent_packets += 1;
             self.fb.sent_bytes += data_len as u64;
+            self.fb.first_data_at.get_or_insert(now);
             if let Some(slot) = b.sent.get_mut(p as usize) {
                 let sends = slot.map_or(1, |r| r.sends.saturating_add(1));
                 *slot = Some(SendRecord {

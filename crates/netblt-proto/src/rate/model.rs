@@ -97,6 +97,14 @@ const MIN_ROUND_PACKETS: u64 = 8;
 /// The FEEDBACK gap's running mean forgets this share per FEEDBACK (about
 /// four rounds of eight FEEDBACKs).
 const GAP_EWMA: f64 = 1.0 / 32.0;
+/// R56: what the first flight holds before anything is measured, in time at
+/// STARTUP's first pacing rate (36 KB at 28.85 Mb/s; TCP's initial window
+/// is 14.6 KB). The estimate is the train's dispersion, from its first
+/// packet's arrival to its last reported one, so a few FEEDBACKs suffice.
+const TRAIN: Duration = Duration::from_millis(10);
+/// R56: a first estimate under this share of the train's pacing means the
+/// train arrived slower than it was sent: it found the bottleneck.
+const TRAIN_FOUND: f64 = 0.8;
 /// The longest FEEDBACK gap the in-flight allowance believes: twice the
 /// receiver's longest interval (10 ms), so one lost FEEDBACK is covered, a
 /// silent peer is not.
@@ -229,6 +237,16 @@ pub struct Model {
     fast_settle: bool,
     /// R50: STARTUP was entered again from FAST's growth.
     restarted: bool,
+    /// R56: the first flight is a measuring train, and nothing more is sent
+    /// until it is reported (`fair` only).
+    train: bool,
+    /// R56: payload bytes of the train reported arrived or lost so far.
+    train_reported: f64,
+    /// R56: the arrival of the newest packet the first report echoed (on
+    /// the sender's clock, one way late) and `train_reported` then.
+    train_first: Option<(Instant, f64)>,
+    /// R56: the train's rate from its first to its newest reported arrival.
+    train_bps: Option<f64>,
     probe_rtt_until: Instant,
     probe_rtt_min: Option<Duration>,
     inflight: u64,
@@ -316,6 +334,10 @@ impl Model {
             met_competitor: false,
             fast_settle: false,
             restarted: false,
+            train: !background,
+            train_reported: 0.0,
+            train_first: None,
+            train_bps: None,
             probe_rtt_until: Instant::ZERO,
             probe_rtt_min: None,
             inflight: 0,
@@ -354,6 +376,12 @@ impl Model {
     /// unchanged.
     fn fast_alpha(&self) -> f64 {
         FAST_ALPHA.max(f64::from(self.group_packets)) * f64::from(self.packet_bytes)
+    }
+
+    /// R56: the measuring train's payload bytes.
+    fn train_bytes(&self) -> f64 {
+        let at_pacing = STARTUP_GAIN * self.initial_bps / 8.0 * TRAIN.as_secs_f64();
+        at_pacing.max(4.0 * f64::from(self.packet_bytes))
     }
 
     /// Bytes of one bottleneck-rate x base-round-trip.
@@ -1222,6 +1250,53 @@ impl Model {
         }
     }
 
+    /// R56: one report of the measuring train. Its estimate is the train's
+    /// dispersion: payload reported (arrived, or lost: noise used the path
+    /// too) between the first report's newest packet and this one's, over
+    /// the time between their arrivals (each one-way delay late by the same
+    /// amount: the send time of the echoed packet plus its round trip, the
+    /// receiver's hold taken out). Once the train is all but reported (a
+    /// lost last packet is only found by a RESEND), that is the first
+    /// estimate. Slower than the train was sent: the train found the
+    /// bottleneck, and STARTUP, whose next round would pace at 2.885x that,
+    /// has nothing left to find (at 20 Mb/s, 100 ms and a one-BDP queue
+    /// that round overfilled the queue: R54's 63 drops).
+    fn on_train_sample(&mut self, s: &RateSample) {
+        let pkt = f64::from(self.packet_bytes);
+        let reported = (s.arrived + s.lost).saturating_sub(s.found) as f64 * pkt;
+        self.train_reported += reported;
+        if let (Some(sent), Some(rtt)) = (s.echoed_sent_at, s.rtt) {
+            let at = sent + rtt;
+            match self.train_first {
+                None => self.train_first = Some((at, self.train_reported)),
+                Some((first, before)) if at > first => {
+                    let secs = at.saturating_duration_since(first).as_secs_f64();
+                    self.train_bps = Some((self.train_reported - before) * 8.0 / secs);
+                }
+                Some(_) => {}
+            }
+        }
+        let train = self.train_bytes();
+        let done =
+            self.train_reported >= train - 1.5 * pkt || (s.inflight_bytes as f64) < 1.5 * pkt;
+        if !done {
+            return;
+        }
+        self.train = false;
+        let Some(found) = self.train_bps.filter(|b| b.is_finite() && *b > 0.0) else {
+            // One report for the whole train (a path faster than the
+            // receiver's report interval): the short span and the one-round
+            // samples measure it as before.
+            return;
+        };
+        self.bw.update(self.bw_round, found);
+        let sent_at = (STARTUP_GAIN * self.initial_bps).min(self.max_bps);
+        if self.phase == Phase::Startup && found < TRAIN_FOUND * sent_at {
+            self.phase = Phase::Drain;
+            self.reason = RateReason::Draining;
+        }
+    }
+
     /// How far past the estimate FAST may pace. 1.25x, BBR's probing
     /// gain; while growth keeps finding capacity (R40's `fast_found`, two
     /// rises of the estimate or more) 2x, slow start's: the estimate can
@@ -1308,11 +1383,12 @@ impl RateController for Model {
         // into CUBIC's queue with it, then held 12 Mb/s beside it (CUBIC
         // kept 86-88 % of its solo rate instead of 98 %; emulator).
         let usable = |d: &f64| d.is_finite() && *d > 0.0;
-        let one = s.delivery_bps.filter(usable);
+        // The train's own estimate rules until it is all reported (R56).
+        let one = s.delivery_bps.filter(usable).filter(|_| !self.train);
         let recent = s
             .recent
             .filter(|r| usable(&r.delivery_bps))
-            .filter(|_| !self.background)
+            .filter(|_| !self.background && !self.train)
             .filter(|_| self.phase == Phase::Drain || self.bw.get().is_none());
         if one.is_some() || recent.is_some() {
             let d = one.or(recent.map(|r| r.delivery_bps)).unwrap_or(0.0);
@@ -1338,6 +1414,9 @@ impl RateController for Model {
             if !s.app_limited || self.bw.get().is_none_or(|b| adj > b) {
                 self.bw.update(self.bw_round, adj);
             }
+        }
+        if self.train {
+            self.on_train_sample(s);
         }
         if self.phase == Phase::Startup && self.round >= 2 {
             // HyStart++ (RFC 9406 §4.2): leave slow start as soon as a round
@@ -1389,6 +1468,16 @@ impl RateController for Model {
     }
 
     fn inflight_cap(&self) -> Option<u64> {
+        if self.train {
+            // R56: before anything is measured, a measuring train, not a
+            // round trip of blind pacing (28.85 Mb/s for a whole round trip:
+            // 390 KB into a 2 Mb/s, 100 ms path that holds 75 KB). What is
+            // reported frees no room: the train is sent once, and the
+            // sender waits for its reports. TCP's initial window (RFC 6928)
+            // is the same idea counted in packets and clocked by ACKs, which
+            // make the first sample ten packets per round trip.
+            return Some((self.train_bytes() - self.train_reported).max(0.0) as u64);
+        }
         if let (Phase::Cruise, Some(w), 0) = (self.phase, self.fast_w, self.foreign_rounds) {
             // FAST is a window: the pacing rate (window over the last
             // round's round trip) lags a growing queue by a round, the cap
@@ -1413,6 +1502,10 @@ impl RateController for Model {
     }
 
     fn overdue_growth(&self) -> Option<(Duration, f64)> {
+        if self.train {
+            // Reports of the train free no room (R56).
+            return None;
+        }
         // A FEEDBACK later than the caps and their allowance cover (lost,
         // or late): what it would have reported delivered is taken to have
         // drained at the bottleneck's rate, so a lost FEEDBACK does not
@@ -1599,10 +1692,13 @@ mod tests {
     }
 
     /// R6: the first round's packets all left before any FEEDBACK, so no
-    /// one-round sample exists; the short span gives the first estimate.
+    /// one-round sample exists; the short span gives the first estimate
+    /// when the measuring train gave none (R56: one report covered it all,
+    /// on a path faster than the receiver's report interval).
     #[test]
     fn the_first_estimate_comes_from_the_short_span() {
         let mut m = fair();
+        m.train = false;
         let mut s = with_recent(sample(600_000, 600_000, 1.0), 20e6);
         s.delivery_bps = None;
         s.transmit_bps = None;
@@ -1613,6 +1709,87 @@ mod tests {
         s.delivery_bps = None;
         m.on_sample(&s);
         assert!((m.bottleneck() - 20e6).abs() < 1.0, "{}", m.bottleneck());
+    }
+
+    /// R56: the first flight is a train of 10 ms at STARTUP's first pacing
+    /// (36 KB at 28.85 Mb/s), held until it is reported; its estimate is its
+    /// dispersion at the receiver, and one slower than it was sent ends
+    /// STARTUP. The receiver reports the first packet at once, then every
+    /// 10 ms the packets that arrived since, the newest just before the
+    /// report; `bps` is a whole number of packets per report.
+    fn train_reports(m: &mut Model, bps: f64, lost_every: u64) -> u64 {
+        let pkt = 1400.0;
+        let per_report = (bps / 8.0 * 0.010 / pkt).round() as u64;
+        let mut reports = 0;
+        let mut sent = m.train_bytes();
+        let rtt = 100_000;
+        let mut now = rtt;
+        while m.train {
+            let mut s = sample(now, rtt, bps);
+            s.delivery_bps = None;
+            s.transmit_bps = None;
+            let n = if reports == 0 { 1 } else { per_report };
+            s.lost = u64::from(lost_every > 0 && reports % lost_every == 1);
+            s.arrived = n - s.lost;
+            sent -= n as f64 * pkt;
+            s.inflight_bytes = sent.max(0.0) as u64;
+            m.on_sample(&s);
+            now += 10_000;
+            reports += 1;
+            assert!(reports < 100, "the train never ended: {m:?}");
+        }
+        reports
+    }
+
+    #[test]
+    fn the_train_gives_the_first_estimate() {
+        let mut m = fair();
+        // Held to the train before anything is measured, and what is
+        // reported frees no room.
+        let train = m.inflight_cap().expect("a train");
+        assert_eq!(train, 36_062);
+        assert_eq!(m.overdue_growth(), None);
+        // A 2.24 Mb/s path (two packets per report): the train arrives at
+        // the path's rate.
+        let reports = train_reports(&mut m, 2.24e6, 0);
+        assert!(reports >= 10, "{reports}");
+        let bw = m.bottleneck();
+        assert!((bw - 2.24e6).abs() < 1.0, "{bw}");
+        assert_ne!(m.phase, Phase::Startup, "found the bottleneck: {m:?}");
+        // A path faster than the train: the estimate is the train's rate,
+        // and STARTUP goes on from it.
+        let mut m = fair();
+        train_reports(&mut m, 28e6, 0);
+        let bw = m.bottleneck();
+        assert!((bw - 28e6).abs() < 1.0, "{bw}");
+        assert_eq!(m.phase, Phase::Startup);
+        assert!(m.pacing_bps() > 2.5 * bw);
+        // Noise: packets lost on the way used the path as much.
+        let mut m = fair();
+        train_reports(&mut m, 28e6, 3);
+        let bw = m.bottleneck();
+        assert!((bw - 28e6).abs() < 1.0, "{bw}");
+        assert_eq!(m.phase, Phase::Startup);
+    }
+
+    /// R56: `background` keeps the first round as before (its start is not
+    /// a quick one anyway), and a train reported all at once (one report)
+    /// leaves the estimate to the short span and the one-round samples.
+    #[test]
+    fn no_train_without_a_dispersion() {
+        let config = RateConfig {
+            policy: Policy::Background,
+            ..RateConfig::default()
+        };
+        let m = Model::new(&config, 10e9, true, 1);
+        assert!(!m.train && m.inflight_cap().is_none());
+        let mut m = fair();
+        let mut s = sample(1_000, 1_000, 1.0);
+        s.inflight_bytes = 0;
+        s.arrived = 26;
+        m.on_sample(&s);
+        assert!(!m.train);
+        assert!(m.bw.get().is_none(), "{m:?}");
     }
 
     /// R7: a competitor that fills the queue (its start-up's losses cut
@@ -1892,6 +2069,51 @@ mod tests {
         println!("own {own:.0}, alpha {alpha:.0}, window {w:.0} (pipe {pipe:.0})");
         assert!(own > alpha / 2.0 && own <= 2.0 * alpha, "own {own}");
         assert!(w >= pipe, "window {w}");
+    }
+
+    /// R55: FAST's settling round after a STARTUP is not judged on its mean
+    /// round trip, but if some packet of it found the queue (almost) empty
+    /// the window is taken up to the estimate's pipe: a restart at 300 ms
+    /// whose STARTUP ended on HyStart's round trip left the window at 78 of
+    /// 96 Mb/s while the drain's short-span sample had found 96, and the
+    /// flow paced 78 for two more rounds (simulator).
+    #[test]
+    fn a_settling_round_with_room_takes_the_window_to_the_pipe() {
+        let base = 300_000;
+        let (mut m, mut t) = cruising_alone(base);
+        let pipe = m.bdp_bytes().expect("a pipe") + m.fast_alpha();
+        let behind = 0.8 * pipe;
+        let r = m.round;
+        while m.round == r {
+            t += 5_000;
+            m.on_sample(&sample(t, base, 96e6));
+        }
+        m.fast_w = Some(behind);
+        m.fast_settle = true;
+        let r0 = m.round;
+        while m.round == r0 {
+            t += 5_000;
+            m.on_sample(&sample(t, base, 96e6));
+        }
+        let w = m.fast_w.unwrap_or(0.0);
+        assert!(
+            w >= 0.99 * pipe && w <= 2.0 * behind,
+            "window {w}, pipe {pipe}"
+        );
+        // A settling round whose packets all queued is left alone.
+        let r1 = m.round;
+        while m.round == r1 {
+            t += 5_000;
+            m.on_sample(&sample(t, base, 96e6));
+        }
+        m.fast_w = Some(behind);
+        m.fast_settle = true;
+        let r2 = m.round;
+        while m.round == r2 {
+            t += 5_000;
+            m.on_sample(&sample(t, base + 20_000, 96e6));
+        }
+        assert_eq!(m.fast_w, Some(behind));
     }
 
     /// R24: a competition ends and the competitor keeps a standing queue of
