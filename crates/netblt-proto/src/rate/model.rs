@@ -28,6 +28,11 @@
 //!   nothing queues only a tenth of a round trip; CRUISE drains a standing queue it finds, unless draining
 //!   did not shrink it (the queue is someone else's: a loss-based TCP fills
 //!   any queue, and yielding to it would starve us).
+//! * **A measuring train first** (R56): before anything is measured the
+//!   first flight is 10 ms of STARTUP's pacing, held until reported; its
+//!   spacing at the receiver is the first estimate, and a train that arrived
+//!   slower than it was sent ends STARTUP at once, so a slow path is not
+//!   paced at 28.85 Mb/s for a whole round trip.
 //! * **Background** (LEDBAT, RFC 6817, in spirit): any standing queue above
 //!   the target makes the flow back off by 30 % per round, down to the
 //!   minimum rate.
