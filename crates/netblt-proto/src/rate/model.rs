@@ -104,8 +104,9 @@ const MIN_ROUND_PACKETS: u64 = 8;
 const GAP_EWMA: f64 = 1.0 / 32.0;
 /// R56: what the first flight holds before anything is measured, in time at
 /// STARTUP's first pacing rate, rounded up to whole pacing groups (32
-/// packets, 44.8 KB, at 28.85 Mb/s; TCP's initial window is 14.6 KB). The estimate is the train's dispersion, from its first
-/// packet's arrival to its last reported one, so a few FEEDBACKs suffice.
+/// packets, 44.8 KB, at 28.85 Mb/s; TCP's initial window is 14.6 KB). The
+/// estimate is the train's dispersion, from its first reported arrival to
+/// its last, so a few FEEDBACKs suffice.
 const TRAIN: Duration = Duration::from_millis(10);
 /// R56: the train is whole groups of this many packets (see `train_bytes`).
 const TRAIN_GROUP: f64 = 8.0;
@@ -1298,6 +1299,8 @@ impl Model {
             return;
         }
         self.train = false;
+        // What the train was paced at (no estimate yet: the initial rate's).
+        let sent_at = self.pacing_bps();
         let Some(found) = self.train_bps.filter(|b| b.is_finite() && *b > 0.0) else {
             // One report for the whole train (a path faster than the
             // receiver's report interval): the short span and the one-round
@@ -1305,7 +1308,6 @@ impl Model {
             return;
         };
         self.bw.update(self.bw_round, found);
-        let sent_at = (STARTUP_GAIN * self.initial_bps).min(self.max_bps);
         if self.phase == Phase::Startup && found < TRAIN_FOUND * sent_at {
             self.phase = Phase::Drain;
             self.reason = RateReason::Draining;
@@ -1727,9 +1729,9 @@ mod tests {
     }
 
     /// R56: the first flight is a train of 10 ms at STARTUP's first pacing
-    /// (32 packets, 44.8 KB, at 28.85 Mb/s), held until it is reported; its estimate is its
-    /// dispersion at the receiver, and one slower than it was sent ends
-    /// STARTUP. The receiver reports the first packet at once, then every
+    /// (32 packets, 44.8 KB, at 28.85 Mb/s), held until it is reported; its
+    /// estimate is its dispersion at the receiver, and one slower than it
+    /// was sent ends STARTUP. The receiver reports the first packet at once, then every
     /// 10 ms the packets that arrived since, the newest just before the
     /// report; `bps` is a whole number of packets per report.
     fn train_reports(m: &mut Model, bps: f64, lost_every: u64) -> u64 {
@@ -2098,37 +2100,29 @@ mod tests {
         let (mut m, mut t) = cruising_alone(base);
         let pipe = m.bdp_bytes().expect("a pipe") + m.fast_alpha();
         let behind = 0.8 * pipe;
-        let r = m.round;
-        while m.round == r {
-            t += 5_000;
-            m.on_sample(&sample(t, base, 96e6));
+        // From the start of a round, a settling round with the window left
+        // `behind` whose round trips are `rtt_us`: the window after it.
+        fn finish_round(m: &mut Model, t: &mut u64, rtt_us: u64) {
+            let r = m.round;
+            while m.round == r {
+                *t += 5_000;
+                m.on_sample(&sample(*t, rtt_us, 96e6));
+            }
         }
-        m.fast_w = Some(behind);
-        m.fast_settle = true;
-        let r0 = m.round;
-        while m.round == r0 {
-            t += 5_000;
-            m.on_sample(&sample(t, base, 96e6));
-        }
-        let w = m.fast_w.unwrap_or(0.0);
+        let mut settle = |m: &mut Model, rtt_us: u64| {
+            finish_round(m, &mut t, base);
+            m.fast_w = Some(behind);
+            m.fast_settle = true;
+            finish_round(m, &mut t, rtt_us);
+            m.fast_w.unwrap_or(0.0)
+        };
+        let w = settle(&mut m, base);
         assert!(
             w >= 0.99 * pipe && w <= 2.0 * behind,
             "window {w}, pipe {pipe}"
         );
         // A settling round whose packets all queued is left alone.
-        let r1 = m.round;
-        while m.round == r1 {
-            t += 5_000;
-            m.on_sample(&sample(t, base, 96e6));
-        }
-        m.fast_w = Some(behind);
-        m.fast_settle = true;
-        let r2 = m.round;
-        while m.round == r2 {
-            t += 5_000;
-            m.on_sample(&sample(t, base + 20_000, 96e6));
-        }
-        assert_eq!(m.fast_w, Some(behind));
+        assert_eq!(settle(&mut m, base + 20_000), behind);
     }
 
     /// R24: a competition ends and the competitor keeps a standing queue of
