@@ -202,3 +202,58 @@ fn lost_copies_that_no_count_reports_leave_the_in_flight_estimate() {
         );
     }
 }
+
+/// R56: the `fair` sender's first flight is a measuring train (32 packets
+/// at 1400 bytes), and nothing more goes until a FEEDBACK reports it. With
+/// every report of the train lost, the sender holds for RFC 6298's 3 s and
+/// then goes on; the transfer completes intact.
+#[test]
+fn the_first_train_waits_for_its_reports_then_gives_way() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let cfg = adaptive(Policy::Fair);
+    let mut p = Pair::write(cfg.clone(), cfg, pattern(2_000_000, 5), 5);
+    p.latency = Duration::from_millis(50);
+    p.bottleneck = Some(Bottleneck::new(20.0 * MBIT, 250_000));
+    p.recycle = true;
+    let lose = Rc::new(Cell::new(true));
+    let lose_in = lose.clone();
+    p.drop_to_a = Some(Box::new(move |bytes| {
+        lose_in.get()
+            && matches!(
+                netblt_wire::Packet::parse(bytes),
+                Ok(netblt_wire::Packet {
+                    repr: netblt_wire::Repr::Feedback(_),
+                    ..
+                })
+            )
+    }));
+    let mut held_until = None;
+    let mut sent_while_held = 0;
+    while p.steps < 20_000_000 && p.finished_at.is_none() {
+        let limit = p.steps + 1;
+        p.drive(limit);
+        let Some(first) = p.a.stats().first_data_at else {
+            continue;
+        };
+        let since = p.now.saturating_duration_since(first);
+        // Every report of the train (and of anything else) lost for 0.5 s.
+        if since > Duration::from_millis(500) {
+            lose.set(false);
+        }
+        if since < Duration::from_millis(2_900) {
+            sent_while_held = p.a.stats().data_packets_sent;
+        } else if held_until.is_none() && p.a.stats().data_packets_sent > sent_while_held {
+            held_until = Some(since);
+        }
+    }
+    assert!(p.finished_at.is_some(), "transfer did not finish");
+    assert_eq!(p.received, p.sent_data, "bytes differ");
+    println!("{sent_while_held} packets sent in the first 2.9 s; more at {held_until:?}");
+    assert!(sent_while_held <= 33, "{sent_while_held} sent while held");
+    let resumed = held_until.expect("sending resumed");
+    assert!(
+        resumed < Duration::from_millis(3_100),
+        "resumed at {resumed:?}"
+    );
+}
