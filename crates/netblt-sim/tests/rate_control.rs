@@ -101,21 +101,9 @@ fn run_lossy_return(
     reverse: LossModel,
     flows: Vec<FlowSpec>,
 ) -> DumbbellReport {
-    run_seeded(7, duration_s, b, reverse, flows)
-}
-
-/// As `run_lossy_return`, with the scenario's `seed` (the connections'
-/// UIDs, so the controllers' probing schedules).
-fn run_seeded(
-    seed: u64,
-    duration_s: f64,
-    b: BottleneckSpec,
-    reverse: LossModel,
-    flows: Vec<FlowSpec>,
-) -> DumbbellReport {
     let s = Scenario {
         name: "rate control".into(),
-        seed,
+        seed: 7,
         duration_s,
         sample_interval_ms: 100.0,
         bottleneck: b,

@@ -393,7 +393,11 @@ impl Model {
     /// `apply_rate`): the dispersion runs from the end of the first group
     /// the receiver reports to the end of the last, and a last group of two
     /// packets read a train paced at 28.85 Mb/s as 21.7 on the emulator
-    /// (the receiver reads a group in one batch), under R56's bar.
+    /// (the receiver reads a group in one batch), under R56's bar. Before
+    /// the first report the packet size is not known and 1400 bytes are
+    /// assumed, so the blind part of the train is 44.8 KB whatever the
+    /// packets; with larger ones (jumbo frames) it is made up to whole
+    /// groups of them once the first report says their size.
     fn train_bytes(&self) -> f64 {
         let group = TRAIN_GROUP * f64::from(self.packet_bytes);
         let at_pacing = STARTUP_GAIN * self.initial_bps / 8.0 * TRAIN.as_secs_f64();
