@@ -70,6 +70,12 @@ pub struct LinkKnobs {
     /// MTU of the TUN devices and the links.
     #[arg(long, value_name = "N")]
     pub mtu: Option<usize>,
+    /// MTU of the links alone, below the TUN devices' (a path narrower than
+    /// the hosts' interfaces, e.g. PPPoE's 1492 behind a 1500-byte LAN):
+    /// longer packets are dropped silently, with no ICMP, as on a path
+    /// that black-holes them. Applied after --mtu.
+    #[arg(long, value_name = "N")]
+    pub link_mtu: Option<usize>,
     /// Slotted channel: a frame of BYTES every MS milliseconds (e.g. 21.22:3006).
     #[arg(long, value_name = "MS:BYTES", value_parser = parse_frames)]
     pub frames: Option<FrameConfig>,
@@ -143,6 +149,9 @@ impl LinkKnobs {
                 link.queue_limit_bytes = Some(q);
             }
             if let Some(m) = self.mtu {
+                link.mtu = Some(m);
+            }
+            if let Some(m) = self.link_mtu {
                 link.mtu = Some(m);
             }
         }
@@ -379,5 +388,15 @@ mod tests {
         assert_eq!(cfg.forward.reorder_delay, DEFAULT_REORDER_DELAY);
         assert_eq!((cfg.mtu, cfg.forward.mtu, cfg.seed), (1400, Some(1400), 9));
         assert!(cfg.validate().is_ok());
+        // A narrower link behind the devices' MTU.
+        let narrow = LinkKnobs {
+            link_mtu: Some(1492),
+            ..LinkKnobs::default()
+        };
+        narrow.apply(&mut cfg).unwrap();
+        assert_eq!(
+            (cfg.mtu, cfg.forward.mtu, cfg.reverse.mtu),
+            (1400, Some(1492), Some(1492))
+        );
     }
 }

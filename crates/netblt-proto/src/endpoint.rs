@@ -48,6 +48,9 @@ pub struct Incoming {
     /// When it arrived (a refusal is remembered from then, R32).
     pub at: Instant,
     data_packet_size: u16,
+    /// The P flag and the OPEN's padded length (R58).
+    path_probe: bool,
+    padded_len: u16,
 }
 
 /// What [`Endpoint::handle`] did with a datagram.
@@ -219,6 +222,8 @@ impl Endpoint {
                 client: o.client.to_vec(),
                 at: now,
                 data_packet_size: o.data_packet_size,
+                path_probe: o.path_probe,
+                padded_len: o.padded_len,
             })),
             _ => {
                 self.stats.stray += 1;
@@ -261,6 +266,8 @@ impl Endpoint {
             mode: incoming.mode,
             rate_feedback: incoming.rate_feedback,
             receiver_offers: incoming.receiver_offers,
+            path_probe: incoming.path_probe,
+            padded_len: incoming.padded_len,
             max_outstanding: incoming.offer.max_buffers,
             client: &incoming.client,
         };

@@ -152,6 +152,8 @@ fn emit(h: &Hostile, from: u16, to: u16) -> Vec<u8> {
         },
         rate_feedback: write,
         receiver_offers: false,
+        path_probe: false,
+        padded_len: 0,
         max_outstanding: nb,
         client: b"x",
     };
@@ -320,6 +322,8 @@ proptest! {
             mode: if write { WireMode::Write } else { WireMode::Read }, max_outstanding: 3, client: b"",
             rate_feedback: false,
             receiver_offers: false,
+            path_probe: false,
+            padded_len: 0,
         };
         let c = Connection::accept(config(), &open, 7000, 5000, vec![], Instant::ZERO).unwrap();
         abuse(c, &inputs, !write);

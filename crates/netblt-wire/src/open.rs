@@ -66,6 +66,13 @@ pub(crate) const FLAG_RATE_FEEDBACK: u16 = 0x0004;
 /// sender's NULL-ACK. Offered in an OPEN, accepted in a RESPONSE; a peer
 /// that leaves it zero echoes, as before.
 pub(crate) const FLAG_RECEIVER_OFFERS: u16 = 0x0008;
+/// The P bit (not in RFC 998): a path probe (decision R58). In an OPEN, the
+/// active end says it sent one copy of this OPEN padded to the size of a
+/// whole DATA packet of a larger packet size than it offers, and would take
+/// that larger size; the passive end may answer with it only if the copy
+/// it opened the connection with was that padded one (the path carried a
+/// packet that large). Never set in a RESPONSE.
+pub(crate) const FLAG_PATH_PROBE: u16 = 0x0010;
 
 /// The transfer mode (the M bit), seen from the active (opening) end: WRITE means the active
 /// end sends the data (notes §Z9).
@@ -115,6 +122,15 @@ pub struct OpenRepr<'a> {
     pub receiver_offers: bool,
     /// "maximum number of buffers that can be transferred before waiting for an OK message".
     pub max_outstanding: u16,
+    /// The P flag (an extension, decision R58): this OPEN offers a path
+    /// probe; see `padded_len`.
+    pub path_probe: bool,
+    /// The packet's whole length (header included) when its client string
+    /// area is padded with NULs beyond what the string needs, as RFC 998
+    /// §8's "extra null bytes" allow: a path probe's padded copy. 0 when the
+    /// area is no longer than needed. Parse sets it from the packet's
+    /// length; emit pads the area up to it.
+    pub padded_len: u16,
     /// The client string, without its NUL terminator and padding.
     pub client: &'a [u8],
 }
@@ -132,6 +148,12 @@ impl<'a> OpenRepr<'a> {
         let area = packet.get(fields::CLIENT..).ok_or(Error::BadLength)?;
         let client = string::parse(area)?;
         let flags = field::get_u16(packet, fields::FLAGS);
+        let minimal = OPEN_FIXED_LEN.saturating_add(string::area_len(client));
+        let padded_len = if packet.len() > minimal {
+            u16::try_from(packet.len()).unwrap_or(u16::MAX)
+        } else {
+            0
+        };
         Ok(OpenRepr {
             uid: field::get_u32(packet, fields::UID),
             buffer_size: field::get_u32(packet, fields::BUFFER_SIZE),
@@ -148,14 +170,18 @@ impl<'a> OpenRepr<'a> {
             },
             rate_feedback: flags & FLAG_RATE_FEEDBACK != 0,
             receiver_offers: flags & FLAG_RECEIVER_OFFERS != 0,
+            path_probe: flags & FLAG_PATH_PROBE != 0,
             max_outstanding: field::get_u16(packet, fields::MAX_OUTSTANDING),
+            padded_len,
             client,
         })
     }
 
-    /// The whole packet length, header included: 36 bytes plus the padded client string.
+    /// The whole packet length, header included: 36 bytes plus the padded
+    /// client string, or `padded_len` rounded up to 4 if that is more.
     pub fn buffer_len(&self) -> usize {
-        OPEN_FIXED_LEN.saturating_add(string::area_len(self.client))
+        let minimal = OPEN_FIXED_LEN.saturating_add(string::area_len(self.client));
+        minimal.max(crate::round_up4(usize::from(self.padded_len)))
     }
 
     /// Writes the body (bytes 12..) into `packet`, which must be exactly
@@ -181,6 +207,9 @@ impl<'a> OpenRepr<'a> {
         if self.receiver_offers {
             flags |= FLAG_RECEIVER_OFFERS;
         }
+        if self.path_probe {
+            flags |= FLAG_PATH_PROBE;
+        }
         field::set_u32(packet, fields::UID, self.uid);
         field::set_u32(packet, fields::BUFFER_SIZE, self.buffer_size);
         field::set_u32(packet, fields::TRANSFER_SIZE, self.transfer_size);
@@ -201,7 +230,7 @@ impl fmt::Display for OpenRepr<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "uid={:#010x} mode={} bufsize={} xfer={} pktsize={} burst={}/{}ms death={}s maxout={}{}{}{} client=\"{}\"",
+            "uid={:#010x} mode={} bufsize={} xfer={} pktsize={} burst={}/{}ms death={}s maxout={}{}{}{}{} client=\"{}\"",
             self.uid,
             self.mode,
             self.buffer_size,
@@ -214,6 +243,7 @@ impl fmt::Display for OpenRepr<'_> {
             if self.checksum_data { " C" } else { "" },
             if self.rate_feedback { " F" } else { "" },
             if self.receiver_offers { " O" } else { "" },
+            if self.path_probe { " P" } else { "" },
             self.client.escape_ascii(),
         )
     }
@@ -262,6 +292,8 @@ mod tests {
                 mode: Mode::Write,
                 rate_feedback: false,
                 receiver_offers: false,
+                path_probe: false,
+                padded_len: 0,
                 max_outstanding: 2,
                 client: b"ab",
             }),
@@ -311,6 +343,8 @@ mod tests {
                 mode: Mode::Read,
                 rate_feedback: false,
                 receiver_offers: false,
+                path_probe: false,
+                padded_len: 0,
                 max_outstanding: 1,
                 client: b"",
             }),
@@ -348,6 +382,42 @@ mod tests {
             };
             assert_eq!((o.rate_feedback, o.receiver_offers), (fb, offers));
         }
+    }
+
+    #[test]
+    fn the_path_probe_is_bit_4_and_its_padding_extends_the_client_area() {
+        let mut p = open_packet();
+        if let Repr::Open(o) = &mut p.repr {
+            o.path_probe = true;
+            o.padded_len = 1449; // rounded up to 1452, RFC 998 §8's multiple of 4
+        }
+        assert_eq!(p.buffer_len(), 1452);
+        let mut b = vec![0xaau8; 1452];
+        p.emit(&mut b).unwrap();
+        assert_eq!(b[32..34], [0x00, 0x13]);
+        assert_eq!(b[4..6], 1452u16.to_be_bytes(), "Length counts the padding");
+        assert_eq!(&b[36..40], b"ab\0\0");
+        assert!(b[40..].iter().all(|&x| x == 0), "padding is NULs");
+        let Repr::Open(o) = Packet::parse(&b).unwrap().repr else {
+            panic!("not an OPEN")
+        };
+        assert_eq!(
+            (o.path_probe, o.padded_len, o.client),
+            (true, 1452, &b"ab"[..])
+        );
+        // An older parser reads the padded OPEN as the plain one: the fixed
+        // fields and the string are where they were.
+        let plain = open_packet();
+        let Repr::Open(q) = plain.repr else { panic!() };
+        assert_eq!(
+            (o.uid, o.data_packet_size, o.client),
+            (q.uid, q.data_packet_size, q.client)
+        );
+        // An unpadded OPEN parses with no padding, so it emits as it came.
+        let Repr::Open(o) = Packet::parse(&OPEN).unwrap().repr else {
+            panic!("not an OPEN")
+        };
+        assert_eq!((o.path_probe, o.padded_len), (false, 0));
     }
 
     #[test]

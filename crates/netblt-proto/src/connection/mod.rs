@@ -135,6 +135,11 @@ pub struct Connection {
     open_interval: Duration,
     /// Copies of the first OPEN still to send at once (`open_copies`).
     open_copies_left: u8,
+    /// Active data sender: the packet size its padded first OPEN copy
+    /// offers (`Config::path_probe`, R58); `None` if it sends no probe.
+    probe: Option<u16>,
+    /// The padded copy is still to be sent.
+    probe_pending: bool,
     /// Passive end: OPENs repeated before our RESPONSE went out, each owed
     /// a RESPONSE of its own (a redundant copy must draw a redundant
     /// answer, or a lost RESPONSE still costs the active end its OPEN
@@ -195,6 +200,19 @@ fn params_from_open(o: &OpenRepr<'_>) -> TransferParams {
     }
 }
 
+/// The data size a padded OPEN with the P flag proves the path carries
+/// forward (R58): its whole length is that of a DATA packet of this many
+/// data bytes (rounded down to RFC 998 §8's multiple of 4). `None` for an
+/// OPEN without the flag or the padding, or for a transfer whose data
+/// would go the other way (the probe proves one direction only).
+fn probe_proves(o: &OpenRepr<'_>) -> Option<u16> {
+    if !o.path_probe || o.mode != Mode::Write {
+        return None;
+    }
+    let data = usize::from(o.padded_len).checked_sub(DATA_HEADER_LEN)? & !3;
+    u16::try_from(data).ok().filter(|&d| d > 0)
+}
+
 fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -244,6 +262,16 @@ impl Connection {
         c.open_attempts = 0;
         c.open_interval = c.config.open_retry;
         c.open_copies_left = c.config.open_copies.saturating_sub(1);
+        // R58: only with a copy that goes unpadded (a path that drops the
+        // padded one must not cost the OPEN's 1 s retry), only for the
+        // direction the data goes, and only for more than is offered.
+        c.probe = c.config.path_probe.filter(|&p| {
+            mode == Mode::Write
+                && c.open_copies_left > 0
+                && p > c.params.packet_size
+                && p <= crate::config::MAX_PACKET_SIZE
+        });
+        c.probe_pending = c.probe.is_some();
         Ok(c)
     }
 
@@ -260,7 +288,15 @@ impl Connection {
     ) -> Result<Connection, crate::config::ParamError> {
         let offer = params_from_open(open);
         offer.validate()?;
-        let params = config.params.restrict(&offer);
+        let mut params = config.params.restrict(&offer);
+        if let Some(proved) = probe_proves(open) {
+            // R58: the connection began with the padded copy of an OPEN
+            // that offers a path probe, so the path carried a DATA packet
+            // of `proved` data bytes; take up to that instead of the offer.
+            params.packet_size = params
+                .packet_size
+                .max(proved.min(config.params.packet_size));
+        }
         params.validate()?;
         // M is given from the active end's view (decision Z9): WRITE means the
         // active end sends, so the passive end receives.
@@ -325,6 +361,8 @@ impl Connection {
             open_attempts: 0,
             open_interval: Duration::from_secs(1),
             open_copies_left: 0,
+            probe: None,
+            probe_pending: false,
             extra_responses: 0,
             pending: Pending::default(),
             timers: Timers::default(),
@@ -474,7 +512,8 @@ impl Connection {
     /// The largest datagram this connection writes; `poll_transmit`'s buffer
     /// must be at least this long.
     pub fn max_datagram_size(&self) -> usize {
-        netblt_wire::round_up4(DATA_HEADER_LEN + usize::from(self.params.packet_size))
+        let psz = self.params.packet_size.max(self.probe.unwrap_or(0));
+        netblt_wire::round_up4(DATA_HEADER_LEN + usize::from(psz))
             .max(self.config.max_datagram)
             .max(netblt_wire::OPEN_FIXED_LEN + netblt_wire::round_up4(self.client.len() + 1))
     }
@@ -782,7 +821,15 @@ impl Connection {
             return;
         }
         let answer = params_from_open(r);
-        if let Err(e) = self.params.check_answer(&answer) {
+        let mut offered = self.params;
+        if let Some(p) = self.probe {
+            // R58: our padded copy offered up to `p`; a passive end that
+            // opened with it may answer with more than the plain offer.
+            if answer.packet_size <= p {
+                offered.packet_size = offered.packet_size.max(answer.packet_size);
+            }
+        }
+        if let Err(e) = offered.check_answer(&answer) {
             let reason = e.to_string();
             self.pending.abort = Some(reason.clone().into_bytes());
             self.close(now, Err(ConnectionError::Negotiation { reason }));

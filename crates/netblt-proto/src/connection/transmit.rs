@@ -91,6 +91,8 @@ impl Connection {
             mode: self.mode,
             rate_feedback: self.feedback,
             receiver_offers: self.offers,
+            path_probe: self.probe.is_some(),
+            padded_len: 0,
             max_outstanding: self.params.max_buffers,
             client: &self.client,
         }
@@ -120,7 +122,19 @@ impl Connection {
                 // of its own, and no timer of its own.
                 self.open_copies_left -= 1;
                 self.pending.open = true;
-                return write(buf, ports, Repr::Open(self.open_repr())).map(Gathered::whole);
+                let padded = std::mem::take(&mut self.probe_pending);
+                let mut repr = self.open_repr();
+                if padded {
+                    // R58: this copy goes first, padded to a whole DATA
+                    // packet of the probed size; the next one goes plain.
+                    let probe = self.probe.unwrap_or(0);
+                    repr.padded_len = wire_packet_size(probe);
+                    if let Some(g) = write(buf, ports, Repr::Open(repr)) {
+                        return Some(Gathered::whole(g));
+                    }
+                    repr.padded_len = 0;
+                }
+                return write(buf, ports, Repr::Open(repr)).map(Gathered::whole);
             }
             // RFC 998 §5.1: "The active end sets a timer when it sends an OPEN
             // packet. When the timer expires, another OPEN packet is sent,

@@ -193,6 +193,8 @@ pub fn open_write(
         mode: netblt_wire::Mode::Write,
         rate_feedback: true,
         receiver_offers: false,
+        path_probe: false,
+        padded_len: 0,
         max_outstanding,
         client: b"",
     }

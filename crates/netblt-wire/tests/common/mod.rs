@@ -130,6 +130,8 @@ fn open<'a>(f: &OpenFields, client: &'a [u8]) -> OpenRepr<'a> {
         mode: if f.write { Mode::Write } else { Mode::Read },
         rate_feedback: f.transfer_size % 2 == 1,
         receiver_offers: f.transfer_size % 3 == 1,
+        path_probe: f.transfer_size % 5 == 1,
+        padded_len: 0,
         max_outstanding: f.max_outstanding,
         client,
     }

@@ -57,17 +57,33 @@ const LAN_WINDOW: u32 = 32 << 20;
 /// on a path of 1500 bytes or less, [`LAN_PACKET_SIZE`] if it fits.
 /// `None` for an MTU too small to be real (keep what was offered).
 pub(crate) fn packet_size_for_mtu(mtu: usize, v6: bool, overhead: usize) -> Option<u16> {
+    let room = packet_size_for_mtu_uncapped(mtu, v6, overhead)?;
+    Some(if mtu <= 1500 {
+        room.min(LAN_PACKET_SIZE)
+    } else {
+        room
+    })
+}
+
+/// The packet size a path probe offers beside [`LAN_PACKET_SIZE`] (decision
+/// R58): on a path of 1500 bytes or less, what fits one IP packet if that
+/// is more (1424 sealed and 1448 plain with IPv4 at 1500 bytes, 1404 and
+/// 1428 with IPv6). `None`: nothing to probe (a larger
+/// MTU gets its size from [`packet_size_for_mtu`] at once, G3).
+pub(crate) fn probe_size_for_mtu(mtu: usize, v6: bool, overhead: usize) -> Option<u16> {
+    if mtu > 1500 {
+        return None;
+    }
+    packet_size_for_mtu_uncapped(mtu, v6, overhead).filter(|&p| p > LAN_PACKET_SIZE)
+}
+
+fn packet_size_for_mtu_uncapped(mtu: usize, v6: bool, overhead: usize) -> Option<u16> {
     let ip = if v6 { 40 } else { 20 };
     let room = mtu.checked_sub(ip + 8 + netblt_wire::DATA_HEADER_LEN + overhead)? & !3;
     if room < 64 {
         return None;
     }
-    let cap = if mtu <= 1500 {
-        LAN_PACKET_SIZE
-    } else {
-        AUTO_PACKET_MAX
-    };
-    u16::try_from(room.min(usize::from(cap))).ok()
+    u16::try_from(room.min(usize::from(AUTO_PACKET_MAX))).ok()
 }
 
 /// The buffer size that goes with `packet_size` when none was given: 1 MiB
@@ -220,6 +236,20 @@ mod tests {
         // Nonsense MTUs leave the offer alone.
         assert_eq!(packet_size_for_mtu(68, false, 24), None);
         assert_eq!(packet_size_for_mtu(0, false, 0), None);
+    }
+
+    #[test]
+    fn a_1500_byte_path_probes_what_fits_beyond_1400() {
+        // IPv4: 1500 - 20 - 8 - 24 (DATA header) - 24 (sealing), or - 0.
+        assert_eq!(probe_size_for_mtu(1500, false, 24), Some(1424));
+        assert_eq!(probe_size_for_mtu(1500, false, 0), Some(1448));
+        // IPv6: 20 bytes less.
+        assert_eq!(probe_size_for_mtu(1500, true, 24), Some(1404));
+        assert_eq!(probe_size_for_mtu(1500, true, 0), Some(1428));
+        // Narrower paths and larger MTUs (G3 sizes them at once): no probe.
+        assert_eq!(probe_size_for_mtu(1476, false, 24), None);
+        assert_eq!(probe_size_for_mtu(9000, false, 24), None);
+        assert_eq!(probe_size_for_mtu(0, false, 24), None);
     }
 
     #[test]

@@ -116,6 +116,13 @@ pub(crate) fn run_active<A: Application>(
         ) {
             config.rate.max_bps = Some(ceiling);
         }
+        // R58: a 1500-byte path may carry more than the 1400 bytes offered;
+        // the first OPEN's padded copy finds out (the engine sends it only
+        // when this end sends the data, with a plain copy beside it).
+        if opts.auto_size.packet {
+            config.path_probe = mtu
+                .and_then(|m| crate::app::params::probe_size_for_mtu(m, peer.is_ipv6(), overhead));
+        }
     }
     let clock = Clock::new();
     let started = std::time::Instant::now();

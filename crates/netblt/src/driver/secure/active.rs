@@ -224,7 +224,10 @@ impl ActiveSecurity {
             return None;
         }
         if self.initiation.is_none() {
-            self.body = open_body(&buf[..n]).to_vec();
+            // A path probe's copy (R58) pads the OPEN's client string area;
+            // the padding stays out of the Noise payload and goes after the
+            // envelope instead (below).
+            self.body = super::unpadded(open_body(&buf[..n])).to_vec();
             (self.local_port, self.remote_port) = ports(buf);
             self.write_initiation();
         } else if self
@@ -238,9 +241,20 @@ impl ActiveSecurity {
             }
         }
         let init = self.initiation.as_ref()?;
-        let out = buf.get_mut(..init.len())?;
-        out.copy_from_slice(init);
-        Some(init.len())
+        // R58: a padded OPEN (a path probe) goes as a datagram as long as a
+        // sealed DATA packet of the probed size: the initiation, then NULs
+        // past the header's Length, which the passive end cuts off (a
+        // receiver older than R58 drops the copy as malformed and takes
+        // the plain one that follows).
+        let len = if n > netblt_wire::HEADER_LEN + self.body.len() {
+            (n + netblt_crypto::OVERHEAD).max(init.len())
+        } else {
+            init.len()
+        };
+        let out = buf.get_mut(..len)?;
+        out[..init.len()].copy_from_slice(init);
+        out[init.len()..].fill(0);
+        Some(len)
     }
 
     fn write_initiation(&mut self) {

@@ -147,6 +147,46 @@ pub(crate) fn open_body(d: &[u8]) -> &[u8] {
     d.get(HEADER_LEN..len).unwrap_or(&[])
 }
 
+/// An OPEN body without the NULs a path probe (R58) added to its client
+/// string area: the fixed fields, the string and its NUL, to a multiple
+/// of 4 (RFC 998 §8). A body with no NUL is left as it is.
+pub(crate) fn unpadded(body: &[u8]) -> &[u8] {
+    let fixed = netblt_wire::OPEN_FIXED_LEN - HEADER_LEN;
+    match body
+        .get(fixed..)
+        .and_then(|a| a.iter().position(|&b| b == 0))
+    {
+        Some(nul) => &body[..(fixed + netblt_wire::round_up4(nul + 1)).min(body.len())],
+        None => body,
+    }
+}
+
+/// A handshake datagram `d` cut to its header's Length, and its whole
+/// length if NULs followed (a path probe's padding, R58).
+pub(crate) fn cut_probe_padding(d: &[u8]) -> (&[u8], Option<usize>) {
+    let len = length(d);
+    if len >= HEADER_LEN && len < d.len() && d[len..].iter().all(|&b| b == 0) {
+        (&d[..len], Some(d.len()))
+    } else {
+        (d, None)
+    }
+}
+
+/// The OPEN body handed to the engine: for an initiation that came padded
+/// to `probed` bytes, NULs added so that the plain OPEN is as long as the
+/// datagram less the sealing overhead, i.e. the plain DATA packet of the
+/// size the datagram proved (R58).
+pub(crate) fn probe_body(body: &[u8], probed: Option<usize>) -> Vec<u8> {
+    let mut b = body.to_vec();
+    if let Some(full) = probed {
+        let want = full.saturating_sub(netblt_crypto::OVERHEAD + HEADER_LEN);
+        if want > b.len() {
+            b.resize(want, 0);
+        }
+    }
+    b
+}
+
 fn header(out: &mut [u8], version: u8, ty: u8, len: usize, local: u16, foreign: u16) {
     out[2] = version;
     out[3] = ty;
@@ -240,6 +280,35 @@ mod tests {
         let h = handshake_datagram(OPEN, 1, 2, &[9; 30]);
         assert_eq!(kind(&h), Some((PROTECTED, OPEN)));
         assert_eq!(h.len(), 42);
+    }
+
+    /// R58: the probe's padding is taken off the OPEN body before the
+    /// Noise payload, cut off the datagram at the passive end, and given
+    /// back to its engine as the OPEN's own, less the sealing overhead.
+    #[test]
+    fn a_probe_s_padding_moves_from_the_open_to_the_datagram_and_back() {
+        let mut body = vec![0u8; 24];
+        body.extend_from_slice(b"netblt\0\0");
+        let plain = body.clone();
+        body.resize(1448 - HEADER_LEN, 0);
+        assert_eq!(unpadded(&body), &plain[..]);
+        assert_eq!(unpadded(&plain), &plain[..]);
+        assert_eq!(unpadded(&[1, 2, 3]), &[1, 2, 3], "no NUL: left alone");
+        let mut d = handshake_datagram(OPEN, 1, 2, &[9; 200]);
+        assert_eq!(cut_probe_padding(&d), (&d[..], None));
+        let message = d.clone();
+        d.resize(1472, 0);
+        assert_eq!(cut_probe_padding(&d), (&message[..], Some(1472)));
+        // Anything but NULs past Length is not a probe's padding.
+        d[1471] = 1;
+        assert_eq!(cut_probe_padding(&d).1, None);
+        // 1472 - 24 sealing - 12 header: the engine's plain OPEN is 1448
+        // bytes, a DATA packet of 1424.
+        let handed = probe_body(&plain, Some(1472));
+        assert_eq!(handed.len(), 1436);
+        assert_eq!(&handed[..plain.len()], &plain[..]);
+        assert_eq!(probe_body(&plain, None), plain);
+        assert_eq!(probe_body(&plain, Some(40)), plain, "never shortened");
     }
 
     #[test]

@@ -492,6 +492,11 @@ impl PassiveSecurity {
 
     fn handshake(&mut self, now: Instant, key: PeerKey, d: &[u8]) -> Rx {
         let from = key.0;
+        // R58: a path probe's initiation is followed by NULs past the
+        // header's Length. Replies are budgeted on what came (`full`); the
+        // handshake reads, and compares with a repeat, the message alone.
+        let full = d.len();
+        let (d, probed) = super::cut_probe_padding(d);
         let env = &d[netblt_wire::HEADER_LEN..];
         let msg = match HandshakeMessage::parse(env) {
             Ok(m) => m,
@@ -503,7 +508,7 @@ impl PassiveSecurity {
                 let why = format!(
                     "this receiver speaks netblt handshake format {FORMAT}, the sender format {f}: upgrade netblt on the sender"
                 );
-                self.reply(from, refused(fp, lp, &why), 3 * d.len());
+                self.reply(from, refused(fp, lp, &why), 3 * full);
                 return Rx::Drop;
             }
             Err(_) => {
@@ -553,7 +558,7 @@ impl PassiveSecurity {
                     if let Some(n) = write_cookie_reply(&cookie, &mut env) {
                         let (lp, fp) = ports(d);
                         let r = handshake_datagram(RESPONSE, fp, lp, &env[..n]);
-                        if self.reply(from, r, 3 * d.len()) {
+                        if self.reply(from, r, 3 * full) {
                             self.flood.cookies_sent += 1;
                         }
                     }
@@ -587,18 +592,21 @@ impl PassiveSecurity {
                 if let Err(e) = self.check_fresh(now, &hs) {
                     self.limiter.release(from.ip());
                     if let Some(why) = e {
-                        self.reply(from, refused(fp, lp, &why), 3 * d.len());
+                        self.reply(from, refused(fp, lp, &why), 3 * full);
                     }
                     return Rx::Drop;
                 }
                 let mut amp = AmplificationLimit::new();
-                amp.on_received(d.len());
+                amp.on_received(full);
                 if validated {
                     amp.validate();
                 }
                 let code_mode = hs.pattern() == Some(Pattern::XxCode);
                 self.report.pattern = pattern_name(hs.pattern()).into();
-                let body = payload[..k].to_vec();
+                // A probe's padding goes on to the engine as the OPEN's own
+                // (RFC 998's client string area), as long as a sealed DATA
+                // packet of the size it probes: the engine decides (R58).
+                let body = super::probe_body(&payload[..k], probed);
                 // IK: the engine answers (its RESPONSE body goes in our
                 // response). XX: we answer now, without the engine (K20).
                 let (response, deferred) = if hs.pattern() == Some(Pattern::Ik) {
@@ -660,7 +668,7 @@ impl PassiveSecurity {
             Err(e) => {
                 self.limiter.release(from.ip());
                 self.flood.handshakes_failed += 1;
-                let budget = 3 * d.len();
+                let budget = 3 * full;
                 match e {
                     HandshakeError::Decrypt if msg.pattern == Some(Pattern::Ik) => {
                         // Maybe pinned an old key of ours: say which we have.
