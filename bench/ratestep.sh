@@ -14,8 +14,8 @@
 #             every 0.25 s (the rate controller's rate);
 #   bbr, cubic  iperf3 -C bbr / -C cubic, intervals of 0.25 s.
 # Per step it reports how long after it NETBLT's rate (its controller's, from
-# --json-stream) stays within 10 % of the new path rate (1400 payload bytes
-# per 1500-byte opportunity) for a whole second: down, at most 1.1x; up, at
+# --json-stream) stays within 10 % of the new path rate (the packet size its stream reports, 1424 payload bytes
+# per 1500-byte opportunity, 1400 before R58) for a whole second: down, at most 1.1x; up, at
 # least 0.9x. (iperf3's intervals count what was written into the socket
 # buffer, not what TCP sent, so TCP is judged from the path's side only.)
 # For all, from the emulator's side: the first second after the up

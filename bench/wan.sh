@@ -111,7 +111,8 @@ run_one() {
             if [ -n "$size_text" ]; then
                 size="$size_text"
             else
-                # What C(1-p) moves in `secs`, in NETBLT payload (1400 of 1452).
+                # What C(1-p) moves in `secs`, in NETBLT payload (1400 of 1452;
+                # since R58 packets are 1424 of 1476, so runs end a little sooner).
                 size="$(awk -v c="$rate_bps" -v p="$p" -v s="$secs" 'BEGIN {printf "%d", c / 8 * (1 - p) * 1400 / 1452 * s}')"
             fi
             if [ "$who" = adaptive ]; then

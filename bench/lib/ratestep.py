@@ -20,6 +20,21 @@ from wanstats import load
 OPPORTUNITY = 1500  # bytes per line of a Mahimahi trace
 HIGH, LOW = 100e6, 20e6
 PAYLOAD = {"adaptive": 1400, "bbr": 1448, "cubic": 1448}
+
+
+def netblt_packet_size(d):
+    """The packet size NETBLT's stream reports (1424 since R58's path
+    probe on a 1500-byte path, 1400 before), else the 1400 of old builds."""
+    m = re.search(r'"packet_size":\s*(\d+)', text_of(d + "/send.jsonl"))
+    return int(m.group(1)) if m else PAYLOAD["adaptive"]
+
+
+def text_of(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
 TOLERANCE = 0.10  # issue 9: "back within 10 % of the new rate"
 HOLD = 1.0  # ... and staying there for a second
 EXTRA = 20  # seconds of the last phase beyond the run (Mahimahi repeats a trace)
@@ -116,7 +131,9 @@ def row(d, who, rep, phase, rtt):
     emu0 = t_ping - first
     series = sender_series(d, who, t_send - emu0)
     r["samples"] = len(series)
-    pay = PAYLOAD[who] / OPPORTUNITY
+    size = netblt_packet_size(d) if who == "adaptive" else PAYLOAD[who]
+    r["payload_bytes"] = size
+    pay = size / OPPORTUNITY
     low, high = LOW * pay, HIGH * pay
     if who == "adaptive":
         # The rate NETBLT's controller paces at. iperf3's intervals count

@@ -158,6 +158,37 @@ impl TransferParams {
         f64::from(size) * f64::from(packet_size) * 8000.0 / f64::from(interval_ms.max(1))
     }
 
+    /// The burst of packets of `packet_size` bytes that comes closest to
+    /// `bps` without passing it, no larger than `max_size` and no shorter
+    /// than `min_interval_ms` (each field at least as restrictive as a
+    /// burst already agreed, RFC 998 §4). Used when a path probe (R58)
+    /// made packets larger than those the agreed burst was sized for.
+    pub fn burst_within(
+        bps: f64,
+        packet_size: u16,
+        max_size: u16,
+        min_interval_ms: u16,
+    ) -> (u16, u16) {
+        let per_ms = bps / (f64::from(packet_size.max(1)) * 8.0) / 1000.0;
+        let mut best = (1, min_interval_ms.max(1), 0.0);
+        if !(per_ms > 0.0 && per_ms.is_finite()) {
+            return (best.0, best.1);
+        }
+        for interval in min_interval_ms.max(1)..=min_interval_ms.max(1).saturating_add(999) {
+            let size = (per_ms * f64::from(interval))
+                .floor()
+                .min(f64::from(max_size.max(1)));
+            let rate = size / f64::from(interval);
+            if size >= 1.0 && rate > best.2 + 1e-12 {
+                best = (size as u16, interval, rate);
+            }
+            if best.2 >= 0.99 * per_ms {
+                break;
+            }
+        }
+        (best.0, best.1)
+    }
+
     /// Burst size and interval giving `bps` bits of data per second with
     /// packets of `packet_size` bytes, never more: the shortest interval
     /// (from 1 ms) whose whole-packet burst comes within 1 % of the rate,
@@ -410,6 +441,22 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_burst_within_an_agreed_one_keeps_its_rate_at_a_larger_packet_size() {
+        // 48 Mb/s agreed as 17 packets of 1400 per 4 ms; packets of 16000.
+        let agreed = TransferParams::burst_rate_bps((17, 4), 1400);
+        let (size, interval) = TransferParams::burst_within(agreed, 16_000, 17, 4);
+        let now = TransferParams::burst_rate_bps((size, interval), 16_000);
+        assert!(size <= 17 && interval >= 4, "{size}/{interval}");
+        assert!(now <= agreed && now > 0.99 * agreed, "{now} vs {agreed}");
+        // The 10 Gb/s ceiling: 892 per 1 ms becomes 78 of 16000.
+        let agreed = TransferParams::burst_rate_bps((892, 1), 1400);
+        assert_eq!(TransferParams::burst_within(agreed, 16_000, 892, 1), (78, 1));
+        // Nonsense in, one packet out, never a panic.
+        assert_eq!(TransferParams::burst_within(0.0, 1424, 8, 1), (1, 1));
+        assert_eq!(TransferParams::burst_within(f64::NAN, 1424, 0, 0), (1, 1));
+    }
 
     #[test]
     fn restrict_only_tightens() {

@@ -190,6 +190,13 @@ fn an_answer_beyond_the_probe_is_refused() {
         if ok {
             assert_eq!(a.params().packet_size, answered);
             assert!(a.result().is_none());
+            // The burst shrinks so that the rate stays at most what was
+            // agreed at 1400 bytes (8 per 1 ms: 89.6 Mb/s), each field no
+            // less restrictive: 7 per 1 ms of 1424 or 1412 bytes.
+            let agreed = TransferParams::burst_rate_bps((8, 1), 1400);
+            let p = a.params();
+            assert_eq!((p.burst_size, p.burst_interval_ms), (7, 1));
+            assert!(p.rate_bps() <= agreed, "{} vs {agreed}", p.rate_bps());
         } else {
             assert!(
                 matches!(a.result(), Some(Err(ConnectionError::Negotiation { .. }))),

@@ -25,8 +25,11 @@
 //! RESPONSE uses the same layout; the passive end returns the UID and the (possibly more
 //! restrictive) parameters it accepts. The flag word at offset 32 is read as a big-endian u16:
 //! M = 0x0001 ("the transfer mode (0 = READ, 1 = WRITE)"), C = 0x0002 ("the DATA packet data
-//! checksum flag (0 = do not checksum DATA packet data, 1 = do)"); the other bits are
-//! reserved, written as zero and ignored on parse.
+//! checksum flag (0 = do not checksum DATA packet data, 1 = do)"). Our extensions, which a
+//! plain RFC 998 peer leaves zero: F = 0x0004 (rate feedback), O = 0x0008 (the receiver's OKs
+//! offer its own burst values), P = 0x0010 (a path probe, decision R58: one copy of this OPEN
+//! has its client string area padded with NULs to the length of a larger DATA packet). The
+//! other bits are reserved, written as zero and ignored on parse.
 //!
 //! Never-panic contract: [`OpenRepr::parse`] bounds-checks its input and never panics, and
 //! [`OpenRepr::emit`] never panics for any buffer.

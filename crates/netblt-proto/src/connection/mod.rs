@@ -835,6 +835,24 @@ impl Connection {
             self.close(now, Err(ConnectionError::Negotiation { reason }));
             return;
         }
+        let mut answer = answer;
+        if answer.packet_size > self.params.packet_size {
+            // R58: larger packets than offered, so the same burst would be
+            // a higher rate. Keep the rate of the answer's burst at the
+            // offered size, only ever more restrictively (RFC 998 §4: "it
+            // may then modify any of the parameters, but only by making
+            // them more restrictive"; our NULL-ACKs carry the burst).
+            let bps = TransferParams::burst_rate_bps(
+                (answer.burst_size, answer.burst_interval_ms),
+                self.params.packet_size,
+            );
+            (answer.burst_size, answer.burst_interval_ms) = TransferParams::burst_within(
+                bps,
+                answer.packet_size,
+                answer.burst_size,
+                answer.burst_interval_ms,
+            );
+        }
         self.params = answer;
         self.feedback = self.feedback && r.rate_feedback;
         self.offers = self.offers && r.receiver_offers;

@@ -65,18 +65,9 @@ pub(crate) fn packet_size_for_mtu(mtu: usize, v6: bool, overhead: usize) -> Opti
     })
 }
 
-/// The packet size a path probe offers beside [`LAN_PACKET_SIZE`] (decision
-/// R58): on a path of 1500 bytes or less, what fits one IP packet if that
-/// is more (1424 sealed and 1448 plain with IPv4 at 1500 bytes, 1404 and
-/// 1428 with IPv6). `None`: nothing to probe (a larger
-/// MTU gets its size from [`packet_size_for_mtu`] at once, G3).
-pub(crate) fn probe_size_for_mtu(mtu: usize, v6: bool, overhead: usize) -> Option<u16> {
-    if mtu > 1500 {
-        return None;
-    }
-    packet_size_for_mtu_uncapped(mtu, v6, overhead).filter(|&p| p > LAN_PACKET_SIZE)
-}
-
+/// The largest packet that fits one IP packet of `mtu` bytes (a multiple
+/// of 4), at most [`AUTO_PACKET_MAX`]; `None` for an MTU too small to be
+/// real.
 fn packet_size_for_mtu_uncapped(mtu: usize, v6: bool, overhead: usize) -> Option<u16> {
     let ip = if v6 { 40 } else { 20 };
     let room = mtu.checked_sub(ip + 8 + netblt_wire::DATA_HEADER_LEN + overhead)? & !3;
@@ -104,34 +95,68 @@ pub(crate) fn buffer_size_for_packet(packet_size: u16) -> u32 {
 /// is known (`None`: unknown, e.g. raw IP): the packet size from the MTU,
 /// the buffer size from the packet size, and the burst recomputed so that
 /// the offered rate stays what it was.
-/// Returns the rate ceiling to use (`Some`) when it changed.
+///
+/// With `probe` (this end sends the data, R58) a packet size beyond
+/// [`LAN_PACKET_SIZE`] is not offered outright: the first hop's MTU says
+/// nothing of the path's, and a path narrower than it black-holes such
+/// packets wherever ICMP is filtered (a jumbo-frame LAN in front of the
+/// Internet). The offer keeps 1400 and the size is returned as the probe,
+/// which the first OPEN's padded copy proves; buffers and the rate ceiling
+/// are chosen for the probed size.
 pub(crate) fn size_for_path(
     p: &mut TransferParams,
     auto: crate::AutoSize,
     mtu: Option<usize>,
     v6: bool,
     overhead: usize,
-) -> Option<u64> {
+    probe: bool,
+) -> PathSizes {
     let mut rate = p.rate_bps() as u64;
-    let mut ceiling = None;
+    let mut out = PathSizes::default();
+    let mut sized_for = p.packet_size;
     if auto.packet {
-        if let Some(psz) = mtu.and_then(|m| packet_size_for_mtu(m, v6, overhead)) {
-            if auto.rate && psz > LAN_PACKET_SIZE && rate < AUTO_RATE {
+        // G3's size (1400 at most on a 1500-byte path), and what fits.
+        let sizes = mtu.and_then(|m| {
+            Some((
+                packet_size_for_mtu(m, v6, overhead)?,
+                packet_size_for_mtu_uncapped(m, v6, overhead)?,
+            ))
+        });
+        if let Some((g3, fits)) = sizes {
+            if auto.rate && g3 > LAN_PACKET_SIZE && rate < AUTO_RATE {
                 rate = AUTO_RATE;
-                ceiling = Some(AUTO_RATE);
+                out.ceiling = Some(AUTO_RATE);
             }
-            p.packet_size = psz;
-            (p.burst_size, p.burst_interval_ms) = TransferParams::burst_for_rate(rate.max(1), psz);
+            let offer = if probe && fits > LAN_PACKET_SIZE {
+                out.probe = Some(fits);
+                sized_for = fits;
+                LAN_PACKET_SIZE
+            } else {
+                sized_for = g3;
+                g3
+            };
+            p.packet_size = offer;
+            (p.burst_size, p.burst_interval_ms) =
+                TransferParams::burst_for_rate(rate.max(1), offer);
         }
     }
     if auto.buffer {
-        p.buffer_size = buffer_size_for_packet(p.packet_size);
+        p.buffer_size = buffer_size_for_packet(sized_for);
         if auto.buffers && p.buffer_size > LAN_BUFFER_SIZE {
             let n = (LAN_WINDOW as u64).div_ceil(u64::from(p.buffer_size));
             p.max_buffers = u16::try_from(n).unwrap_or(u16::MAX).max(4);
         }
     }
-    ceiling
+    out
+}
+
+/// What [`size_for_path`] chose beyond the offer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PathSizes {
+    /// The rate ceiling to use, when it changed.
+    pub(crate) ceiling: Option<u64>,
+    /// The packet size to probe for ([`Config::path_probe`]).
+    pub(crate) probe: Option<u16>,
 }
 
 /// Engine configuration for a real network: the FEEDBACK extension offered
@@ -239,20 +264,6 @@ mod tests {
     }
 
     #[test]
-    fn a_1500_byte_path_probes_what_fits_beyond_1400() {
-        // IPv4: 1500 - 20 - 8 - 24 (DATA header) - 24 (sealing), or - 0.
-        assert_eq!(probe_size_for_mtu(1500, false, 24), Some(1424));
-        assert_eq!(probe_size_for_mtu(1500, false, 0), Some(1448));
-        // IPv6: 20 bytes less.
-        assert_eq!(probe_size_for_mtu(1500, true, 24), Some(1404));
-        assert_eq!(probe_size_for_mtu(1500, true, 0), Some(1428));
-        // Narrower paths and larger MTUs (G3 sizes them at once): no probe.
-        assert_eq!(probe_size_for_mtu(1476, false, 24), None);
-        assert_eq!(probe_size_for_mtu(9000, false, 24), None);
-        assert_eq!(probe_size_for_mtu(0, false, 24), None);
-    }
-
-    #[test]
     fn buffers_grow_with_packets_and_keep_the_rate() {
         assert_eq!(buffer_size_for_packet(1400), 1 << 20);
         assert_eq!(buffer_size_for_packet(16_000), 8_192_000);
@@ -268,7 +279,10 @@ mod tests {
         };
         let sizes = crate::AutoSize::new(true, true, false);
         let mut p = offer;
-        assert_eq!(size_for_path(&mut p, sizes, Some(65_536), false, 24), None);
+        assert_eq!(
+            size_for_path(&mut p, sizes, Some(65_536), false, 24, false).ceiling,
+            None
+        );
         assert_eq!((p.packet_size, p.buffer_size), (16_000, 8_192_000));
         // The offered rate stays what it was.
         let (r0, r1) = (offer.rate_bps(), p.rate_bps());
@@ -278,29 +292,87 @@ mod tests {
         let mut c = offer;
         let all = crate::AutoSize::all();
         assert_eq!(
-            size_for_path(&mut c, all, Some(65_536), false, 24),
+            size_for_path(&mut c, all, Some(65_536), false, 24, false).ceiling,
             Some(AUTO_RATE)
         );
         assert!((c.rate_bps() - AUTO_RATE as f64).abs() / (AUTO_RATE as f64) < 0.01);
         // ...and a 1500-byte path keeps 10 Gb/s.
         let mut l = offer;
-        assert_eq!(size_for_path(&mut l, all, Some(1500), false, 24), None);
+        assert_eq!(
+            size_for_path(&mut l, all, Some(1500), false, 24, false),
+            PathSizes::default()
+        );
         assert_eq!(l, offer);
         // The buffer count keeps 32 MiB in flight when asked to.
         assert_eq!(p.max_buffers, 32, "not asked");
         let mut w = offer;
-        size_for_path(&mut w, all, Some(65_536), false, 24);
+        size_for_path(&mut w, all, Some(65_536), false, 24, false);
         assert_eq!(w.max_buffers, 5, "ceil(32 MiB / 8,192,000)");
         let mut j = offer;
-        size_for_path(&mut j, all, Some(9000), false, 24);
+        size_for_path(&mut j, all, Some(9000), false, 24, false);
         assert_eq!(j.max_buffers, 8, "ceil(32 MiB / 4,569,088)");
         // Only what was not given changes; an unknown MTU changes nothing.
         let mut q = offer;
         let packet_only = crate::AutoSize::new(true, false, false);
-        size_for_path(&mut q, packet_only, Some(65_536), false, 24);
+        size_for_path(&mut q, packet_only, Some(65_536), false, 24, false);
         assert_eq!((q.packet_size, q.buffer_size), (16_000, 1 << 20));
         let mut u = offer;
-        assert_eq!(size_for_path(&mut u, all, None, false, 24), None);
+        assert_eq!(
+            size_for_path(&mut u, all, None, false, 24, false),
+            PathSizes::default()
+        );
         assert_eq!(u, offer);
+    }
+
+    /// R58: a sender offers 1400 and probes for what fits the first hop;
+    /// buffers and the ceiling follow the probed size.
+    #[test]
+    fn a_sender_probes_for_what_fits_beyond_1400() {
+        let (burst_size, burst_interval_ms) = TransferParams::burst_for_rate(DEFAULT_RATE, 1400);
+        let offer = TransferParams {
+            packet_size: 1400,
+            buffer_size: 1 << 20,
+            burst_size,
+            burst_interval_ms,
+            max_buffers: 128,
+            checksum_data: false,
+        };
+        let all = crate::AutoSize::all();
+        let probe = |mtu, v6, overhead| {
+            let mut p = offer;
+            let s = size_for_path(&mut p, all, Some(mtu), v6, overhead, true);
+            (p, s)
+        };
+        // IPv4, 1500: 1500 - 20 - 8 - 24 (DATA header) - 24 (sealing), or
+        // - 0; IPv6 20 bytes less. Still a LAN's buffers and ceiling.
+        for (v6, overhead, want) in [
+            (false, 24, 1424),
+            (false, 0, 1448),
+            (true, 24, 1404),
+            (true, 0, 1428),
+        ] {
+            let (p, s) = probe(1500, v6, overhead);
+            assert_eq!(
+                (p.packet_size, s.probe, s.ceiling),
+                (1400, Some(want), None)
+            );
+            assert_eq!((p.buffer_size, p.max_buffers), (1 << 20, 128));
+        }
+        // Jumbo frames and loopback: offered 1400, probed at G3's size,
+        // with G3's buffers and ceiling for it.
+        let (p, s) = probe(9000, false, 24);
+        assert_eq!(
+            (p.packet_size, s.probe, s.ceiling),
+            (1400, Some(8924), Some(AUTO_RATE))
+        );
+        assert_eq!((p.buffer_size, p.max_buffers), (8924 * 512, 8));
+        let (p, s) = probe(65_536, false, 24);
+        assert_eq!((p.packet_size, s.probe), (1400, Some(16_000)));
+        assert_eq!(p.buffer_size, 8_192_000);
+        // Nothing beyond 1400 fits: no probe, G3's size.
+        let (p, s) = probe(1476, false, 24);
+        assert_eq!((p.packet_size, s.probe), (1400, None));
+        let (p, s) = probe(1280, true, 24);
+        assert_eq!((p.packet_size, s.probe), (1184, None));
     }
 }

@@ -107,22 +107,21 @@ pub(crate) fn run_active<A: Application>(
             NetSocket::Udp(u) => u.path_mtu().ok(),
             NetSocket::Raw(_) => None,
         };
-        if let Some(ceiling) = crate::app::params::size_for_path(
+        // R58: a sender offers 1400 and lets the first OPEN's padded copy
+        // prove more (the engine sends it only with a plain copy beside it).
+        let probe = opts.mode == netblt_proto::Mode::Write;
+        let sizes = crate::app::params::size_for_path(
             &mut config.params,
             opts.auto_size,
             mtu,
             peer.is_ipv6(),
             overhead,
-        ) {
+            probe,
+        );
+        if let Some(ceiling) = sizes.ceiling {
             config.rate.max_bps = Some(ceiling);
         }
-        // R58: a 1500-byte path may carry more than the 1400 bytes offered;
-        // the first OPEN's padded copy finds out (the engine sends it only
-        // when this end sends the data, with a plain copy beside it).
-        if opts.auto_size.packet {
-            config.path_probe = mtu
-                .and_then(|m| crate::app::params::probe_size_for_mtu(m, peer.is_ipv6(), overhead));
-        }
+        config.path_probe = sizes.probe;
     }
     let clock = Clock::new();
     let started = std::time::Instant::now();
