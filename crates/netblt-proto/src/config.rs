@@ -452,7 +452,10 @@ mod tests {
         assert!(now <= agreed && now > 0.99 * agreed, "{now} vs {agreed}");
         // The 10 Gb/s ceiling: 892 per 1 ms becomes 78 of 16000.
         let agreed = TransferParams::burst_rate_bps((892, 1), 1400);
-        assert_eq!(TransferParams::burst_within(agreed, 16_000, 892, 1), (78, 1));
+        assert_eq!(
+            TransferParams::burst_within(agreed, 16_000, 892, 1),
+            (78, 1)
+        );
         // Nonsense in, one packet out, never a panic.
         assert_eq!(TransferParams::burst_within(0.0, 1424, 8, 1), (1, 1));
         assert_eq!(TransferParams::burst_within(f64::NAN, 1424, 0, 0), (1, 1));
