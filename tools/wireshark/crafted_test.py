@@ -27,7 +27,7 @@ import tempfile
 VERSION = 1
 T = dict(OPEN=0, RESPONSE=1, KEEPALIVE=2, QUIT=3, QUITACK=4, ABORT=5, DATA=6, LDATA=7,
          NULLACK=8, CONTROL=9, REFUSED=10, DONE=11, FEEDBACK=12)
-F_WRITE, F_C, F_F, F_O = 0x0001, 0x0002, 0x0004, 0x0008
+F_WRITE, F_C, F_F, F_O, F_P = 0x0001, 0x0002, 0x0004, 0x0008, 0x0010
 
 
 def checksum(data: bytes) -> int:
@@ -205,6 +205,13 @@ def cases():
         open_pkt(T["OPEN"], A, P, 0xCAFEF00D, 65536, 3000, 1001 + 24, 4, 10, 30,
                  F_WRITE | F_C | F_F | F_O, 2, b'{"v":1,"op":"sink","size":3000}'),
         types=[0], strings=['{"v":1,"op":"sink","size":3000}'])
+    # A path probe's padded copy (decision R58): P set, the client string area padded with
+    # NULs to the length of a 1424-byte DATA packet, on a conversation of its own.
+    probe_body = struct.pack("!IIIHHHHHH", 7, 1 << 20, 0, 1400 + 24, 892, 1, 10,
+                             F_WRITE | F_F | F_O | F_P, 128) + b"x\0"
+    probe_body += bytes(1448 - 12 - len(probe_body))
+    add("OPEN with P, padded to 1448 bytes", 17, A + 1, P,
+        packet(T["OPEN"], A + 1, P, probe_body), types=[0], strings=["x"])
     add("RESPONSE with C and F", 17, P, A,
         open_pkt(T["RESPONSE"], P, A, 0xCAFEF00D, 65536, 3000, 1001 + 24, 4, 10, 30,
                  F_WRITE | F_C | F_F, 2, b'{"v":1}'), types=[1])

@@ -79,8 +79,11 @@ f.flag_feedback = ProtoField.bool("netblt.flags.feedback", "F (rate feedback)", 
 f.flag_offers = ProtoField.bool("netblt.flags.offers", "O (receiver offers in OKs)", 16,
     { "OKs carry the data receiver's own offer (its limit)", "OKs echo the sender's values" },
     0x0008)
+f.flag_probe = ProtoField.bool("netblt.flags.probe", "P (path probe)", 16,
+    { "a copy of this OPEN is padded to a larger DATA packet (decision R58)", "no probe" },
+    0x0010)
 f.open_flags_reserved = ProtoField.uint16("netblt.flags.reserved", "Reserved (MBZ)", base.HEX,
-    nil, 0xfff0)
+    nil, 0xffe0)
 f.max_outstanding = ProtoField.uint16("netblt.max_outstanding",
     "Maximum Outstanding Buffers", base.DEC)
 f.client = ProtoField.string("netblt.client", "Client String")
@@ -588,8 +591,9 @@ local function dissect_packet(tvb, pinfo, root, off, avail, quoted)
             fl:add(f.flag_checksum, tvb(off + 32, 2))
             fl:add(f.flag_feedback, tvb(off + 32, 2))
             fl:add(f.flag_offers, tvb(off + 32, 2))
+            fl:add(f.flag_probe, tvb(off + 32, 2))
             local r = fl:add(f.open_flags_reserved, tvb(off + 32, 2))
-            if math.floor(flags / 16) ~= 0 then
+            if math.floor(flags / 32) ~= 0 then
                 r:add_proto_expert_info(ef.mbz, "reserved flag bits are not zero")
             end
             tree:add(f.max_outstanding, tvb(off + 34, 2))

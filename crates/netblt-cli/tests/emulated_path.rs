@@ -285,3 +285,48 @@ fn the_open_probes_the_path_for_larger_packets() {
         );
     }
 }
+
+/// `get` from hosts with 9000-byte interfaces across a 1500-byte link: the
+/// getter's padded OPEN is lost, so the serving end sends 1400-byte packets
+/// and the file arrives; before R58 it sent 8924-byte ones into the black
+/// hole and the transfer died on its death timer.
+#[test]
+fn a_get_across_a_narrower_link_keeps_small_packets() {
+    if !can_emulate() {
+        eprintln!("skipping: needs root and /dev/net/tun");
+        return;
+    }
+    let (dir, src, data, _inbox) = sender_file("served.bin", 2_000_000);
+    let out_file = dir.path().join("got.bin");
+    let name = format!("g{}", std::process::id() % 100_000);
+    let right = format!(
+        "exec {BIN} recv --listen 0.0.0.0:9998 --serve --dir {} --once --death-timer 3",
+        src.parent().unwrap().display()
+    );
+    let out = Command::new(BIN)
+        .args([
+            "emu",
+            "--name",
+            &name,
+            "--mtu",
+            "9000",
+            "--link-mtu",
+            "1500",
+        ])
+        .args(["--right-wait", "500", "--right", &right, "--", BIN, "get"])
+        .args(["198.18.0.2:9998", "served.bin", "-o"])
+        .arg(&out_file)
+        .args(["--death-timer", "3", "--json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let compact: String = stdout.split_whitespace().collect();
+    assert!(compact.contains("\"packet_size\":1400,"), "{stdout}");
+    assert_eq!(std::fs::read(&out_file).unwrap(), data);
+    assert!(
+        !namespaces().contains(&format!("nb-{name}-")),
+        "namespace left behind"
+    );
+}

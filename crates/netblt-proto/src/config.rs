@@ -295,16 +295,17 @@ pub struct Config {
     /// once. Default 1 (RFC 998 §5.1's one OPEN per timer); the tool
     /// sends 2.
     pub open_copies: u8,
-    /// A path probe (decision R58): the data size of a DATA packet this
-    /// end would rather send than `params.packet_size`, if the path carries
-    /// it. An active data sender with two or more `open_copies` pads the
-    /// first copy of its first OPEN (its client string area, with NULs) to
-    /// the size of a whole DATA packet of this many data bytes and sets the
-    /// OPEN's P flag; a passive end whose connection began with that padded
-    /// copy may answer with this size instead of the offered one. Default
-    /// `None`; the tool sets it when the path's MTU has room beyond the
-    /// packet size it offers (1424 bytes sealed, 1448 plain, against 1400
-    /// on IPv4 with a 1500-byte MTU).
+    /// A path probe (decision R58): the data size of the DATA packets the
+    /// active end would rather have than `params.packet_size`, if the path
+    /// carries them. With two or more `open_copies` it pads the first copy
+    /// of its first OPEN (its client string area, with NULs) to the size of
+    /// a whole DATA packet of this many data bytes and sets the OPEN's P
+    /// flag; a passive end whose connection began with that padded copy
+    /// may answer with this size instead of the offered one (in READ mode
+    /// too: the reverse direction is taken to carry what this one did).
+    /// Default `None`; the tool sets it to what fits the first hop's MTU
+    /// when that is more than it offers (1424 bytes sealed and 1448 plain
+    /// with IPv4 at 1500 bytes, 8924 at 9000, 16000 on loopback).
     pub path_probe: Option<u16>,
     /// A data receiver takes the transfer size from OPEN (RFC 998 §3:
     /// informational) as a hint of how many packets each buffer holds, so

@@ -70,13 +70,10 @@ fn the_padded_copy_goes_first_then_the_plain_one() {
     // A whole DATA packet of 1424 bytes is 24 + 1424; the plain copy is
     // the 36 fixed bytes and the client string's area.
     assert_eq!(sent, vec![(1448, true, 1448), (40, true, 0)]);
-    // No probe: for data that goes the other way (it proves one direction),
-    // with a single OPEN (a dropped probe would cost the 1 s retry), or for
-    // no more than is offered.
-    assert_eq!(
-        opens(connect(probing(Some(1424)), Mode::Read)),
-        vec![(40, false, 0); 2]
-    );
+    // The same for a READ (the data comes back the other way).
+    assert_eq!(opens(connect(probing(Some(1424)), Mode::Read)), sent);
+    // No probe with a single OPEN (a dropped probe would cost the 1 s
+    // retry), or for no more than is offered.
     let single = Config {
         open_copies: 1,
         ..probing(Some(1424))
@@ -92,14 +89,40 @@ fn transfer(probe: Option<u16>, narrow: bool) -> Pair {
     let mut p = Pair::write(probing(probe), open_minded(), pattern(300_000, 3), 3);
     p.latency = Duration::from_millis(20);
     if narrow {
-        // A path a little narrower than the sender's first hop (PPPoE's
-        // 1492 against 1500): the padded copy is lost, as is anything as
-        // long as it.
-        p.drop_to_b = Some(Box::new(|d: &[u8]| d.len() > 1440));
+        narrow_path(&mut p);
     }
     assert!(p.drive(1_000_000), "{:?} {:?}", p.events_a, p.events_b);
     assert!(p.received == p.sent_data);
     p
+}
+
+/// A path a little narrower than the active end's first hop (PPPoE's 1492
+/// against 1500): the padded copy is lost, as is anything as long as it,
+/// both ways.
+fn narrow_path(p: &mut Pair) {
+    p.drop_to_b = Some(Box::new(|d: &[u8]| d.len() > 1440));
+    p.drop_to_a = Some(Box::new(|d: &[u8]| d.len() > 1440));
+}
+
+/// A READ: the passive end sends, with the size the active end's padded
+/// copy proved (the reverse direction taken to carry the same).
+#[test]
+fn a_read_gets_the_larger_packets_from_the_passive_sender() {
+    for narrow in [false, true] {
+        let mut p = Pair::read(probing(Some(1424)), open_minded(), pattern(300_000, 4), 4);
+        p.latency = Duration::from_millis(20);
+        if narrow {
+            narrow_path(&mut p);
+        }
+        assert!(p.drive(1_000_000), "{:?} {:?}", p.events_a, p.events_b);
+        assert!(p.received == p.sent_data);
+        let want = if narrow { 1400 } else { 1424 };
+        let b = p.b.as_ref().unwrap().params();
+        assert_eq!(b.packet_size, want);
+        // The passive sender's burst keeps the agreed 89.6 Mb/s at most.
+        assert!(b.rate_bps() <= TransferParams::burst_rate_bps((8, 1), 1400));
+        assert_eq!(p.largest, 24 + usize::from(want), "narrow {narrow}");
+    }
 }
 
 #[test]
@@ -144,18 +167,12 @@ fn the_first_copy_to_arrive_decides() {
     };
     assert_eq!(answer(&sent[0]), 1424);
     assert_eq!(answer(&sent[1]), 1400);
-    // A padded OPEN with the P flag for data the passive end would send
-    // proves nothing about that direction.
-    let Repr::Open(mut o) = Packet::parse(&sent[0]).unwrap().repr else {
+    // Never beyond the passive end's own limit.
+    let Repr::Open(o) = Packet::parse(&sent[0]).unwrap().repr else {
         panic!()
     };
-    o.mode = netblt_wire::Mode::Read;
-    let b = Connection::accept(open_minded(), &o, 7000, 5000, vec![], Instant::ZERO).unwrap();
-    assert_eq!(b.params().packet_size, 1400);
-    // Never beyond the passive end's own limit.
     let mut limited = open_minded();
     limited.params.packet_size = 1412;
-    o.mode = netblt_wire::Mode::Write;
     let b = Connection::accept(limited, &o, 7000, 5000, vec![], Instant::ZERO).unwrap();
     assert_eq!(b.params().packet_size, 1412);
 }

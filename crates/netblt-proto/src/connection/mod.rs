@@ -201,16 +201,33 @@ fn params_from_open(o: &OpenRepr<'_>) -> TransferParams {
 }
 
 /// The data size a padded OPEN with the P flag proves the path carries
-/// forward (R58): its whole length is that of a DATA packet of this many
-/// data bytes (rounded down to RFC 998 §8's multiple of 4). `None` for an
-/// OPEN without the flag or the padding, or for a transfer whose data
-/// would go the other way (the probe proves one direction only).
+/// (R58): its whole length is that of a DATA packet of this many data
+/// bytes (rounded down to RFC 998 §8's multiple of 4). `None` for an OPEN
+/// without the flag or the padding. It proves the active end's direction;
+/// in READ mode the data comes back the other way, which is taken to carry
+/// the same (an asymmetric MTU is rarer than a first hop wider than the
+/// path, and without the probe the size came from the first hop alone).
 fn probe_proves(o: &OpenRepr<'_>) -> Option<u16> {
-    if !o.path_probe || o.mode != Mode::Write {
+    if !o.path_probe {
         return None;
     }
     let data = usize::from(o.padded_len).checked_sub(DATA_HEADER_LEN)? & !3;
     u16::try_from(data).ok().filter(|&d| d > 0)
+}
+
+/// After a path probe (R58) made the packets of `p` larger than the
+/// `sized_for` bytes its burst was agreed for, the same burst would be a
+/// higher rate: the burst is refitted to keep the agreed rate, each field
+/// only ever more restrictive (RFC 998 §4: "it may then modify any of the
+/// parameters, but only by making them more restrictive"; a sender's
+/// NULL-ACKs and a receiver's OKs carry the burst).
+fn refit_burst(p: &mut TransferParams, sized_for: u16) {
+    if p.packet_size <= sized_for {
+        return;
+    }
+    let bps = TransferParams::burst_rate_bps((p.burst_size, p.burst_interval_ms), sized_for);
+    (p.burst_size, p.burst_interval_ms) =
+        TransferParams::burst_within(bps, p.packet_size, p.burst_size, p.burst_interval_ms);
 }
 
 fn lossy(bytes: &[u8]) -> String {
@@ -263,11 +280,10 @@ impl Connection {
         c.open_interval = c.config.open_retry;
         c.open_copies_left = c.config.open_copies.saturating_sub(1);
         // R58: only with a copy that goes unpadded (a path that drops the
-        // padded one must not cost the OPEN's 1 s retry), only for the
-        // direction the data goes, and only for more than is offered.
+        // padded one must not cost the OPEN's 1 s retry), and only for more
+        // than is offered.
         c.probe = c.config.path_probe.filter(|&p| {
-            mode == Mode::Write
-                && c.open_copies_left > 0
+            c.open_copies_left > 0
                 && p > c.params.packet_size
                 && p <= crate::config::MAX_PACKET_SIZE
         });
@@ -293,9 +309,9 @@ impl Connection {
             // R58: the connection began with the padded copy of an OPEN
             // that offers a path probe, so the path carried a DATA packet
             // of `proved` data bytes; take up to that instead of the offer.
-            params.packet_size = params
-                .packet_size
-                .max(proved.min(config.params.packet_size));
+            let offered = params.packet_size;
+            params.packet_size = offered.max(proved.min(config.params.packet_size));
+            refit_burst(&mut params, offered);
         }
         params.validate()?;
         // M is given from the active end's view (decision Z9): WRITE means the
@@ -836,23 +852,7 @@ impl Connection {
             return;
         }
         let mut answer = answer;
-        if answer.packet_size > self.params.packet_size {
-            // R58: larger packets than offered, so the same burst would be
-            // a higher rate. Keep the rate of the answer's burst at the
-            // offered size, only ever more restrictively (RFC 998 §4: "it
-            // may then modify any of the parameters, but only by making
-            // them more restrictive"; our NULL-ACKs carry the burst).
-            let bps = TransferParams::burst_rate_bps(
-                (answer.burst_size, answer.burst_interval_ms),
-                self.params.packet_size,
-            );
-            (answer.burst_size, answer.burst_interval_ms) = TransferParams::burst_within(
-                bps,
-                answer.packet_size,
-                answer.burst_size,
-                answer.burst_interval_ms,
-            );
-        }
+        refit_burst(&mut answer, self.params.packet_size);
         self.params = answer;
         self.feedback = self.feedback && r.rate_feedback;
         self.offers = self.offers && r.receiver_offers;

@@ -96,7 +96,7 @@ pub(crate) fn buffer_size_for_packet(packet_size: u16) -> u32 {
 /// the buffer size from the packet size, and the burst recomputed so that
 /// the offered rate stays what it was.
 ///
-/// With `probe` (this end sends the data, R58) a packet size beyond
+/// With `probe` (the active end sends two first OPENs, R58) a packet size beyond
 /// [`LAN_PACKET_SIZE`] is not offered outright: the first hop's MTU says
 /// nothing of the path's, and a path narrower than it black-holes such
 /// packets wherever ICMP is filtered (a jumbo-frame LAN in front of the

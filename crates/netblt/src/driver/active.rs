@@ -107,9 +107,10 @@ pub(crate) fn run_active<A: Application>(
             NetSocket::Udp(u) => u.path_mtu().ok(),
             NetSocket::Raw(_) => None,
         };
-        // R58: a sender offers 1400 and lets the first OPEN's padded copy
-        // prove more (the engine sends it only with a plain copy beside it).
-        let probe = opts.mode == netblt_proto::Mode::Write;
+        // R58: the active end offers 1400 and lets the first OPEN's padded
+        // copy prove more; the engine sends it only with a plain copy
+        // beside it, so without one G3's size is offered outright.
+        let probe = config.open_copies >= 2;
         let sizes = crate::app::params::size_for_path(
             &mut config.params,
             opts.auto_size,
