@@ -297,10 +297,10 @@ pub struct Config {
     pub open_copies: u8,
     /// A path probe (decision R58): the data size of the DATA packets the
     /// active end would rather have than `params.packet_size`, if the path
-    /// carries them. With two or more `open_copies` it pads the first copy
-    /// of its first OPEN (its client string area, with NULs) to the size of
-    /// a whole DATA packet of this many data bytes and sets the OPEN's P
-    /// flag; a passive end whose connection began with that padded copy
+    /// carries them. With two or more `open_copies` it sends one copy of
+    /// its first OPEN more, first, padded (its client string area, with
+    /// NULs) to the size of a whole DATA packet of this many data bytes,
+    /// and sets the OPEN's P flag; a passive end whose connection began with that padded copy
     /// may answer with this size instead of the offered one (in READ mode
     /// too: the reverse direction is taken to carry what this one did).
     /// Default `None`; the tool sets it to what fits the first hop's MTU

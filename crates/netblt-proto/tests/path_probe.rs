@@ -67,9 +67,10 @@ fn opens(mut c: Connection) -> Vec<(usize, bool, u16)> {
 #[test]
 fn the_padded_copy_goes_first_then_the_plain_one() {
     let sent = opens(connect(probing(Some(1424)), Mode::Write));
-    // A whole DATA packet of 1424 bytes is 24 + 1424; the plain copy is
+    // A whole DATA packet of 1424 bytes is 24 + 1424; the plain copies
+    // (R32's two, which a path that drops the padded one still gets) are
     // the 36 fixed bytes and the client string's area.
-    assert_eq!(sent, vec![(1448, true, 1448), (40, true, 0)]);
+    assert_eq!(sent, vec![(1448, true, 1448), (40, true, 0), (40, true, 0)]);
     // The same for a READ (the data comes back the other way).
     assert_eq!(opens(connect(probing(Some(1424)), Mode::Read)), sent);
     // No probe with a single OPEN (a dropped probe would cost the 1 s
@@ -145,6 +146,19 @@ fn a_path_that_drops_the_probe_keeps_the_offer_and_loses_no_time() {
     // The plain copy opened the connection at once: no OPEN retry (1 s).
     assert_eq!(p.finished_at, plain.finished_at);
     assert!(p.finished_at.unwrap() < Instant::ZERO + Duration::from_millis(500));
+    // The padded copy is one more than R32's two: losing a plain one as
+    // well still costs no retry.
+    let mut q = Pair::write(probing(Some(1424)), open_minded(), pattern(300_000, 3), 3);
+    q.latency = Duration::from_millis(20);
+    let mut opens = 0;
+    q.drop_to_b = Some(Box::new(move |d: &[u8]| {
+        let open = d.get(3) == Some(&0);
+        opens += usize::from(open);
+        d.len() > 1440 || (open && opens == 2)
+    }));
+    assert!(q.drive(1_000_000));
+    assert!(q.received == q.sent_data);
+    assert_eq!(q.finished_at, plain.finished_at);
 }
 
 /// The passive end decides on the copy that opened its connection: a plain

@@ -288,6 +288,12 @@ impl Connection {
                 && p <= crate::config::MAX_PACKET_SIZE
         });
         c.probe_pending = c.probe.is_some();
+        if c.probe_pending {
+            // The padded copy comes on top of R32's copies: a path that
+            // drops it still gets two plain OPENs at once, and a lost OPEN
+            // or RESPONSE costs the 1 s retry as rarely as without a probe.
+            c.open_copies_left += 1;
+        }
         Ok(c)
     }
 

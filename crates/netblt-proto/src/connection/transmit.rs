@@ -126,7 +126,7 @@ impl Connection {
                 let mut repr = self.open_repr();
                 if padded {
                     // R58: this copy goes first, padded to a whole DATA
-                    // packet of the probed size; the next one goes plain.
+                    // packet of the probed size; the next ones go plain.
                     let probe = self.probe.unwrap_or(0);
                     repr.padded_len = wire_packet_size(probe);
                     if let Some(g) = write(buf, ports, Repr::Open(repr)) {
