@@ -536,3 +536,42 @@ fn each_copy_of_an_open_draws_a_response() {
     assert_eq!(responses(&mut ep, &mut buf), 1);
     assert!(ep.connection(h).is_some());
 }
+
+/// The data receiver's first control packet (its first GOs) goes twice
+/// with the first OPEN's copies (R59): lost alone, it held the sender for
+/// the receiver's first control timeout, 1 s. With one copy it does; with
+/// two, losing the first costs nothing.
+#[test]
+fn the_first_control_packet_goes_twice() {
+    let run = |copies: u8, lose_first: bool| {
+        let cfg = Config {
+            open_copies: copies,
+            ..config(1000, 10_000, 4)
+        };
+        let mut p = Pair::write(cfg.clone(), cfg, pattern(200_000, 5), 5);
+        p.latency = Duration::from_millis(50);
+        let mut controls = 0;
+        p.drop_to_a = Some(Box::new(move |d: &[u8]| {
+            let control = d.get(3) == Some(&9);
+            controls += usize::from(control);
+            lose_first && control && controls == 1
+        }));
+        assert!(p.drive(2_000_000), "{:?} {:?}", p.events_a, p.events_b);
+        assert!(p.received == p.sent_data);
+        let done = p
+            .finished_at
+            .unwrap()
+            .saturating_duration_since(Instant::ZERO);
+        (done, p.b.as_ref().unwrap().stats().control_packets_sent)
+    };
+    let (clean, sent_clean) = run(2, false);
+    let (lost, _) = run(2, true);
+    assert_eq!(lost, clean, "the copy stood in for it");
+    let (single_clean, sent_single) = run(1, false);
+    assert_eq!(sent_clean, sent_single + 1, "one copy, once");
+    let (single_lost, _) = run(1, true);
+    assert!(
+        single_lost >= single_clean + Duration::from_millis(900),
+        "{single_lost:?} vs {single_clean:?}"
+    );
+}

@@ -124,6 +124,10 @@ pub(crate) struct Receiver {
     /// Largest datagram we send ([`Config::max_datagram`]): RESEND lists and
     /// control packets are cut to fit it.
     pub(crate) max_datagram: usize,
+    /// Copies still owed of the first control packet (R59: it goes as often
+    /// as the first OPEN, `Config::open_copies`), and the copy itself.
+    pub(crate) control_copies: u8,
+    pub(crate) control_copy: Option<Vec<u8>>,
     receive_queue: usize,
     confirm_last: bool,
     /// The last buffer is complete and waits for the application's verdict.
@@ -175,6 +179,8 @@ impl Receiver {
             initial_gos: config.initial_gos,
             min_margin: config.min_data_timer_margin,
             max_datagram: config.max_datagram.max(HEADER_LEN + 16),
+            control_copies: config.open_copies.saturating_sub(1),
+            control_copy: None,
             receive_queue: config.receive_queue.max(1),
             confirm_last: config.confirm_last_buffer,
             awaiting_confirm: false,

@@ -888,8 +888,16 @@ impl Sender {
             return None;
         }
         let rated = self.rate.is_some();
-        if rated && self.cap_blocks_until().is_some_and(|t| t > now) {
-            return None;
+        match self.cap_blocks_until() {
+            Some(t) if rated && t > now => return None,
+            Some(_) if rated => {
+                // The guard expired: the cap gives way (R59: tell the
+                // controller, whose train waits for reports no more).
+                if let Some(rc) = self.rate.as_mut() {
+                    rc.cap_gave_way();
+                }
+            }
+            _ => {}
         }
         let psz = usize::from(self.params.packet_size);
         let checksum = self.params.checksum_data;

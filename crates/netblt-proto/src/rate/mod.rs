@@ -230,6 +230,10 @@ pub trait RateController: fmt::Debug + Send {
     fn pacing_bps(&self) -> f64;
     /// At most this many payload bytes in flight (`None`: no cap).
     fn inflight_cap(&self) -> Option<u64>;
+    /// The sender went past the in-flight cap because the reports that would
+    /// have made room stopped coming (FEEDBACKs lost; the sender's guard
+    /// expired). Default: nothing to do.
+    fn cap_gave_way(&mut self) {}
     /// How the cap grows while a FEEDBACK is overdue: `Some((after, bps))`
     /// allows `bps` bits more per second in flight from `after` past the
     /// latest FEEDBACK on (what the missing report would have shown
