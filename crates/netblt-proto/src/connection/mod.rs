@@ -135,8 +135,8 @@ pub struct Connection {
     open_interval: Duration,
     /// Copies of the first OPEN still to send at once (`open_copies`).
     open_copies_left: u8,
-    /// Active data sender: the packet size its padded first OPEN copy
-    /// offers (`Config::path_probe`, R58); `None` if it sends no probe.
+    /// Active end: the packet size its padded first OPEN copy offers
+    /// (`Config::path_probe`, R58); `None` if it sends no probe.
     probe: Option<u16>,
     /// The padded copy is still to be sent.
     probe_pending: bool,

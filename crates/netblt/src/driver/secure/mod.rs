@@ -147,6 +147,10 @@ pub(crate) fn open_body(d: &[u8]) -> &[u8] {
     d.get(HEADER_LEN..len).unwrap_or(&[])
 }
 
+/// The longest OPEN body a probe's padding makes (R58): a DATA packet of
+/// 16,000 bytes (the tool's largest, `AUTO_PACKET_MAX`) less the header.
+const PROBE_BODY_MAX: usize = 16_000 + netblt_wire::DATA_HEADER_LEN - HEADER_LEN;
+
 /// An OPEN body without the NULs a path probe (R58) added to its client
 /// string area: the fixed fields, the string and its NUL, to a multiple
 /// of 4 (RFC 998 §8). A body with no NUL is left as it is.
@@ -179,7 +183,12 @@ pub(crate) fn cut_probe_padding(d: &[u8]) -> (&[u8], Option<usize>) {
 pub(crate) fn probe_body(body: &[u8], probed: Option<usize>) -> Vec<u8> {
     let mut b = body.to_vec();
     if let Some(full) = probed {
-        let want = full.saturating_sub(netblt_crypto::OVERHEAD + HEADER_LEN);
+        // At most what a probe of the largest packet the tool picks needs
+        // (16,000 bytes): an XX peer's body is kept until its FINISH, and
+        // a half-open peer must not cost 64 KB.
+        let want = full
+            .saturating_sub(netblt_crypto::OVERHEAD + HEADER_LEN)
+            .min(PROBE_BODY_MAX);
         if want > b.len() {
             b.resize(want, 0);
         }
@@ -309,6 +318,7 @@ mod tests {
         assert_eq!(&handed[..plain.len()], &plain[..]);
         assert_eq!(probe_body(&plain, None), plain);
         assert_eq!(probe_body(&plain, Some(40)), plain, "never shortened");
+        assert_eq!(probe_body(&plain, Some(65_000)).len(), 16_012, "capped");
     }
 
     #[test]
