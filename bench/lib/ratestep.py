@@ -15,7 +15,7 @@ import re
 import statistics
 import sys
 
-from wanstats import load
+from wanstats import load, text
 
 OPPORTUNITY = 1500  # bytes per line of a Mahimahi trace
 HIGH, LOW = 100e6, 20e6
@@ -25,16 +25,9 @@ PAYLOAD = {"adaptive": 1400, "bbr": 1448, "cubic": 1448}
 def netblt_packet_size(d):
     """The packet size NETBLT's stream reports (1424 since R58's path
     probe on a 1500-byte path, 1400 before), else the 1400 of old builds."""
-    m = re.search(r'"packet_size":\s*(\d+)', text_of(d + "/send.jsonl"))
+    m = re.search(r'"packet_size":\s*(\d+)', text(d + "/send.jsonl"))
     return int(m.group(1)) if m else PAYLOAD["adaptive"]
 
-
-def text_of(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return ""
 TOLERANCE = 0.10  # issue 9: "back within 10 % of the new rate"
 HOLD = 1.0  # ... and staying there for a second
 EXTRA = 20  # seconds of the last phase beyond the run (Mahimahi repeats a trace)

@@ -15,6 +15,39 @@ fn can_emulate() -> bool {
     root && Path::new("/dev/net/tun").exists()
 }
 
+/// `netblt emu --name NAME EMU... --right-wait 500 --right RIGHT -- LEFT...`
+/// (the right side gets half a second to listen); asserts that it
+/// succeeded and returns its standard output.
+fn emu_ok(name: &str, emu_args: &[&str], right: &str, left: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .args([
+            "emu",
+            "--name",
+            name,
+            "--right-wait",
+            "500",
+            "--right",
+            right,
+        ])
+        .args(emu_args)
+        .arg("--")
+        .args(left)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    stdout
+}
+
+/// The emulator removed its namespaces (`nb-NAME-l`, `nb-NAME-r`).
+fn assert_no_namespace_left(name: &str) {
+    assert!(
+        !namespaces().contains(&format!("nb-{name}-")),
+        "namespace left behind"
+    );
+}
+
 fn namespaces() -> String {
     let out = Command::new("ip").args(["netns", "list"]).output();
     out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
@@ -89,10 +122,7 @@ fn file_crosses_a_lossy_emulated_path_intact() {
         .map(|e| e.file_name())
         .collect();
     assert_eq!(leftovers.len(), 1, "temporary files left: {leftovers:?}");
-    assert!(
-        !namespaces().contains(&format!("nb-{name}-")),
-        "namespace left behind"
-    );
+    assert_no_namespace_left(&name);
 }
 
 #[test]
@@ -120,10 +150,7 @@ fn emulator_cleans_up_after_a_failing_command() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("netblt"), "no error line: {stderr}");
-    assert!(
-        !namespaces().contains(&format!("nb-{name}-")),
-        "namespace left behind"
-    );
+    assert_no_namespace_left(&name);
 }
 
 #[test]
@@ -155,10 +182,7 @@ fn packets_larger_than_the_path_mtu_get_a_clear_error() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("smaller --packet-size"), "{stderr}");
-    assert!(
-        !namespaces().contains(&format!("nb-{name}-")),
-        "namespace left behind"
-    );
+    assert_no_namespace_left(&name);
 }
 
 /// A NAT in front of the sender that rebinds its mapping every 0.3 s
@@ -234,55 +258,28 @@ fn the_open_probes_the_path_for_larger_packets() {
         return;
     }
     common::test_keys();
-    for (emu, want, plain) in [
+    for (emu_args, want, plain) in [
         (&[][..], 1424, ""),
         (&["--link-mtu", "1492"][..], 1400, ""),
         (&[][..], 1448, "--insecure"),
         (&["--mtu", "9000"][..], 8924, ""),
         (&["--mtu", "9000", "--link-mtu", "1500"][..], 1400, ""),
     ] {
-        let name = format!("p{}{}{}", std::process::id() % 10_000, want, emu.len());
+        let name = format!("p{}{}{}", std::process::id() % 10_000, want, emu_args.len());
         let right = format!(
             "exec {BIN} recv --sink --listen 0.0.0.0:9998 --once --death-timer 3 --json {plain}"
         );
-        let mut cmd = Command::new(BIN);
-        cmd.args([
-            "emu",
-            "--name",
-            &name,
-            "--right-wait",
-            "500",
-            "--right",
-            &right,
-        ]);
-        cmd.args(emu);
-        let out = cmd
-            .args([
-                "--",
-                BIN,
-                "bench",
-                "198.18.0.2:9998",
-                "--size",
-                "2MB",
-                "--json",
-            ])
-            .args(["--death-timer", "3"])
-            .args((!plain.is_empty()).then_some(plain))
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stdout}\n{stderr}");
+        let mut left = vec![BIN, "bench", "198.18.0.2:9998", "--size", "2MB", "--json"];
+        left.extend(["--death-timer", "3"]);
+        left.extend((!plain.is_empty()).then_some(plain));
+        let stdout = emu_ok(&name, emu_args, &right, &left);
         // The receiver's report says what the connection used.
         let compact: String = stdout.split_whitespace().collect();
         assert!(
             compact.contains(&format!("\"packet_size\":{want},")),
             "{want}-byte packets: {stdout}"
         );
-        assert!(
-            !namespaces().contains(&format!("nb-{name}-")),
-            "namespace left behind"
-        );
+        assert_no_namespace_left(&name);
     }
 }
 
@@ -303,30 +300,25 @@ fn a_get_across_a_narrower_link_keeps_small_packets() {
         "exec {BIN} recv --listen 0.0.0.0:9998 --serve --dir {} --once --death-timer 3",
         src.parent().unwrap().display()
     );
-    let out = Command::new(BIN)
-        .args([
-            "emu",
-            "--name",
-            &name,
-            "--mtu",
-            "9000",
-            "--link-mtu",
-            "1500",
-        ])
-        .args(["--right-wait", "500", "--right", &right, "--", BIN, "get"])
-        .args(["198.18.0.2:9998", "served.bin", "-o"])
-        .arg(&out_file)
-        .args(["--death-timer", "3", "--json"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let got = out_file.to_string_lossy();
+    let stdout = emu_ok(
+        &name,
+        &["--mtu", "9000", "--link-mtu", "1500"],
+        &right,
+        &[
+            BIN,
+            "get",
+            "198.18.0.2:9998",
+            "served.bin",
+            "-o",
+            &got,
+            "--death-timer",
+            "3",
+            "--json",
+        ],
+    );
     let compact: String = stdout.split_whitespace().collect();
     assert!(compact.contains("\"packet_size\":1400,"), "{stdout}");
     assert_eq!(std::fs::read(&out_file).unwrap(), data);
-    assert!(
-        !namespaces().contains(&format!("nb-{name}-")),
-        "namespace left behind"
-    );
+    assert_no_namespace_left(&name);
 }

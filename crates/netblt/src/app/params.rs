@@ -263,20 +263,25 @@ mod tests {
         assert_eq!(packet_size_for_mtu(0, false, 0), None);
     }
 
+    /// The LAN default's offer: 1400-byte packets, 1 MiB buffers, 10 Gb/s.
+    fn lan_offer(max_buffers: u16) -> TransferParams {
+        let (burst_size, burst_interval_ms) = TransferParams::burst_for_rate(DEFAULT_RATE, 1400);
+        TransferParams {
+            packet_size: 1400,
+            buffer_size: 1 << 20,
+            burst_size,
+            burst_interval_ms,
+            max_buffers,
+            checksum_data: false,
+        }
+    }
+
     #[test]
     fn buffers_grow_with_packets_and_keep_the_rate() {
         assert_eq!(buffer_size_for_packet(1400), 1 << 20);
         assert_eq!(buffer_size_for_packet(16_000), 8_192_000);
         assert_eq!(buffer_size_for_packet(8924) % 8924, 0);
-        let (burst_size, burst_interval_ms) = TransferParams::burst_for_rate(DEFAULT_RATE, 1400);
-        let offer = TransferParams {
-            packet_size: 1400,
-            buffer_size: 1 << 20,
-            burst_size,
-            burst_interval_ms,
-            max_buffers: 32,
-            checksum_data: false,
-        };
+        let offer = lan_offer(32);
         let sizes = crate::AutoSize::new(true, true, false);
         let mut p = offer;
         assert_eq!(
@@ -328,15 +333,7 @@ mod tests {
     /// buffers and the ceiling follow the probed size.
     #[test]
     fn a_sender_probes_for_what_fits_beyond_1400() {
-        let (burst_size, burst_interval_ms) = TransferParams::burst_for_rate(DEFAULT_RATE, 1400);
-        let offer = TransferParams {
-            packet_size: 1400,
-            buffer_size: 1 << 20,
-            burst_size,
-            burst_interval_ms,
-            max_buffers: 128,
-            checksum_data: false,
-        };
+        let offer = lan_offer(128);
         let all = crate::AutoSize::all();
         let probe = |mtu, v6, overhead| {
             let mut p = offer;
