@@ -889,7 +889,16 @@ impl Sender {
         }
         let rated = self.rate.is_some();
         match self.cap_blocks_until() {
-            Some(t) if rated && t > now => return None,
+            Some(t) if rated && t > now => {
+                if self.rate.as_ref().is_some_and(|rc| rc.first_flight()) {
+                    // R60: held on purpose by the first flight, as if idle:
+                    // samples of the packets sent after it span the hold.
+                    let inflight_pkts =
+                        self.inflight_bytes() / u64::from(self.params.packet_size.max(1));
+                    self.fb.app_limited_until = self.fb.sent_packets + inflight_pkts.max(1);
+                }
+                return None;
+            }
             Some(_) if rated => {
                 // The guard expired: the cap gives way (R59: tell the
                 // controller, whose train waits for reports no more).

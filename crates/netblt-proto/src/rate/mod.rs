@@ -234,6 +234,12 @@ pub trait RateController: fmt::Debug + Send {
     /// have made room stopped coming (FEEDBACKs lost; the sender's guard
     /// expired). Default: nothing to do.
     fn cap_gave_way(&mut self) {}
+    /// The in-flight cap is the controller's first flight (R56's train),
+    /// which holds the sender on purpose: what is sent after the hold is
+    /// sampled as application-limited (R60). Default: no such flight.
+    fn first_flight(&self) -> bool {
+        false
+    }
     /// How the cap grows while a FEEDBACK is overdue: `Some((after, bps))`
     /// allows `bps` bits more per second in flight from `after` past the
     /// latest FEEDBACK on (what the missing report would have shown

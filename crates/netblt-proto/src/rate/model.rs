@@ -1461,7 +1461,12 @@ impl RateController for Model {
             if let Some(r) = recent {
                 adj = adj.max(pick(r.delivery_bps, Some(r.transmit_bps)));
             }
-            if !s.app_limited || self.bw.get().is_none_or(|b| adj > b) {
+            // An application-limited sample raises the estimate, never
+            // lowers it; nor does it set a first one below the initial rate
+            // (R60: the packets sent once the train's hold ended measured
+            // the hold, 0.54 Mb/s for a 100 Mb/s path).
+            let first_ok = |a: f64| a >= self.initial_bps;
+            if !s.app_limited || self.bw.get().map_or(first_ok(adj), |b| adj > b) {
                 self.bw.update(self.bw_round, adj);
             }
         }
@@ -1529,6 +1534,10 @@ impl RateController for Model {
         if self.train {
             self.end_train();
         }
+    }
+
+    fn first_flight(&self) -> bool {
+        self.train
     }
 
     fn inflight_cap(&self) -> Option<u64> {
@@ -1876,6 +1885,16 @@ mod tests {
         report(&mut m, rtt + 627_000, 30, 2);
         assert!(!m.train);
         assert!(m.bottleneck() > 1e6, "{m:?}");
+        // R60: that report's delivery sample spans the hold (the sender
+        // marks it application-limited): it sets no first estimate below
+        // the initial rate.
+        let mut m = fair();
+        report(&mut m, rtt, 1, 31);
+        let mut s = sample(rtt + 627_000, rtt, 0.54e6);
+        (s.arrived, s.inflight_bytes, s.app_limited) = (30, 2 * 1400, true);
+        m.on_sample(&s);
+        assert!(!m.train);
+        assert!(m.bottleneck() >= m.initial_bps, "{m:?}");
     }
 
     /// R56: `background` keeps the first round as before (its start is not
