@@ -407,6 +407,13 @@ impl Sender {
         Some(until)
     }
 
+    /// Samples of the packets sent from now until those in flight are
+    /// reported understate the path (the sender was idle or held).
+    fn mark_app_limited(&mut self) {
+        let inflight_pkts = self.inflight_bytes() / u64::from(self.params.packet_size.max(1));
+        self.fb.app_limited_until = self.fb.sent_packets + inflight_pkts.max(1);
+    }
+
     /// Handles a FEEDBACK packet (the receiver's delivery report).
     pub(crate) fn on_feedback(&mut self, now: Instant, f: &FeedbackRepr) {
         if self
@@ -888,18 +895,17 @@ impl Sender {
             return None;
         }
         let rated = self.rate.is_some();
+        // `cap_blocks_until` is `None` without a rate controller.
         match self.cap_blocks_until() {
-            Some(t) if rated && t > now => {
+            Some(t) if t > now => {
                 if self.rate.as_ref().is_some_and(|rc| rc.first_flight()) {
                     // R60: held on purpose by the first flight, as if idle:
                     // samples of the packets sent after it span the hold.
-                    let inflight_pkts =
-                        self.inflight_bytes() / u64::from(self.params.packet_size.max(1));
-                    self.fb.app_limited_until = self.fb.sent_packets + inflight_pkts.max(1);
+                    self.mark_app_limited();
                 }
                 return None;
             }
-            Some(_) if rated => {
+            Some(_) => {
                 // The guard expired: the cap gives way (R59: tell the
                 // controller, whose train waits for reports no more).
                 if let Some(rc) = self.rate.as_mut() {
@@ -919,9 +925,7 @@ impl Sender {
         else {
             if rated {
                 // Idle: samples of the next packets understate the path.
-                let inflight_pkts =
-                    self.inflight_bytes() / u64::from(self.params.packet_size.max(1));
-                self.fb.app_limited_until = self.fb.sent_packets + inflight_pkts.max(1);
+                self.mark_app_limited();
             }
             return None;
         };
