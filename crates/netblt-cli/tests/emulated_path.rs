@@ -243,12 +243,12 @@ fn an_encrypted_send_survives_a_rebinding_nat() {
 }
 
 /// The first OPEN's padded copy finds out whether a 1500-byte path carries
-/// 1424-byte packets (decision R58): on the emulator's path it does, and
+/// 1428-byte packets (decisions R58, K24): on the emulator's path it does, and
 /// the transfer uses them; behind a link narrower than the hosts'
 /// interfaces (1492 bytes, dropping longer packets without a word) the
 /// padded copy is lost, the plain one opens the connection, and the
 /// transfer keeps 1400 and finishes. Unencrypted, the same path carries
-/// 1448 (no AEAD overhead). Hosts with 9000-byte interfaces get 8924-byte
+/// 1448 (no AEAD overhead). Hosts with 9000-byte interfaces get 8928-byte
 /// packets across a 9000-byte path, and 1400 across a 1500-byte one, where
 /// before R58 every 8924-byte packet was lost and the transfer died.
 #[test]
@@ -259,10 +259,10 @@ fn the_open_probes_the_path_for_larger_packets() {
     }
     common::test_keys();
     for (emu_args, want, plain) in [
-        (&[][..], 1424, ""),
+        (&[][..], 1428, ""),
         (&["--link-mtu", "1492"][..], 1400, ""),
         (&[][..], 1448, "--insecure"),
-        (&["--mtu", "9000"][..], 8924, ""),
+        (&["--mtu", "9000"][..], 8928, ""),
         (&["--mtu", "9000", "--link-mtu", "1500"][..], 1400, ""),
     ] {
         let name = format!("p{}{}{}", std::process::id() % 10_000, want, emu_args.len());

@@ -304,8 +304,8 @@ pub struct Config {
     /// may answer with this size instead of the offered one (in READ mode
     /// too: the reverse direction is taken to carry what this one did).
     /// Default `None`; the tool sets it to what fits the first hop's MTU
-    /// when that is more than it offers (1424 bytes sealed and 1448 plain
-    /// with IPv4 at 1500 bytes, 8924 at 9000, 16000 on loopback).
+    /// when that is more than it offers (1428 bytes sealed and 1448 plain
+    /// with IPv4 at 1500 bytes, 8928 at 9000, 16000 on loopback).
     pub path_probe: Option<u16>,
     /// A data receiver takes the transfer size from OPEN (RFC 998 §3:
     /// informational) as a hint of how many packets each buffer holds, so

@@ -649,7 +649,7 @@ fn an_initiation_outside_the_clock_window_gets_one_line_naming_the_difference() 
 #[ignore]
 fn a_silent_receiver_gets_a_line_that_names_an_older_version_among_the_causes() {
     // A socket that reads nothing and answers nothing, as a receiver from
-    // before handshake version 2 does to this sender's initiation.
+    // of an older handshake version does to this sender's initiation.
     let tmp = tempfile::tempdir().unwrap();
     let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut o = send_options(encrypted(&tmp.path().join("s"), false));
@@ -659,7 +659,7 @@ fn a_silent_receiver_gets_a_line_that_names_an_older_version_among_the_causes() 
     let msg = e.to_string();
     eprintln!("{msg} ({:.1} s)", started.elapsed().as_secs_f64());
     assert!(
-        msg.contains("no answer") && msg.contains("handshake version 2") && !msg.contains('\n'),
+        msg.contains("no answer") && msg.contains("handshake version 3") && !msg.contains('\n'),
         "{msg}"
     );
 }

@@ -21,9 +21,11 @@
 use crate::dos::cookie::COOKIE_LEN;
 
 /// The envelope format this crate writes and reads: 2 since the IK initiation carries a
-/// timestamp and the XX response no RESPONSE body (decisions K19, K20). Format 1 is refused
-/// with [`MessageError::Format`], which a passive end answers with a refusal naming it.
-pub const FORMAT: u8 = 2;
+/// timestamp and the XX response no RESPONSE body (decisions K19, K20); 3 since the packets
+/// after the handshake carry 4 bytes of counter instead of 8 (decision K24). Older formats
+/// are refused with [`MessageError::Format`], which a passive end answers with a refusal
+/// naming it.
+pub const FORMAT: u8 = 3;
 /// Length of the fixed part.
 pub const ENVELOPE_FIXED_LEN: usize = 10;
 /// Length of a SPAKE2 (Ed25519 group) message: a side byte and a point.

@@ -48,8 +48,9 @@ use timestamp::{Tai64n, TIMESTAMP_LEN};
 pub const MAX_PAYLOAD_LEN: usize = MAX_NOISE_LEN - 32 - (KEY_LEN + 16) - 16 - TIMESTAMP_LEN;
 
 /// Names the handshake's version in every transcript (with [`message::FORMAT`] on the
-/// wire): version 2 added the IK timestamp and moved the XX RESPONSE body after FINISH.
-const PROLOGUE: &[u8] = b"netblt handshake 2";
+/// wire): version 2 added the IK timestamp and moved the XX RESPONSE body after FINISH;
+/// version 3 shortened the counter of every protected packet to 4 bytes (decision K24).
+const PROLOGUE: &[u8] = b"netblt handshake 3";
 
 /// How the initiator authenticates the responder.
 #[derive(Clone, Debug)]

@@ -28,7 +28,7 @@ fn round_trips_in_both_directions() {
             let mut p = packet(len, 1);
             let plain = p[..len].to_vec();
             let n = a.seal_in_place(&mut p, len).unwrap();
-            assert_eq!(n, len + 24);
+            assert_eq!(n, len + 20);
             assert_eq!(p[..12], plain[..12], "the header stays clear");
             if len > 40 {
                 assert_ne!(p[12..len], plain[12..], "the body is encrypted");
@@ -36,7 +36,7 @@ fn round_trips_in_both_directions() {
             assert_eq!(b.open_in_place(&mut p[..n]), Ok(len));
             assert_eq!(p[..len], plain[..]);
             // And back.
-            let mut q = vec![0u8; len + 24];
+            let mut q = vec![0u8; len + OVERHEAD];
             let n = b.seal(&plain, &mut q).unwrap();
             let mut out = vec![0u8; n];
             assert_eq!(a.open(&q[..n], &mut out), Ok(len));
@@ -84,7 +84,7 @@ fn truncation_and_extension_are_rejected() {
             let mut t = p[..cut].to_vec();
             let r = b.open_in_place(&mut t);
             assert!(r.is_err(), "cut {cut}");
-            if cut < 36 {
+            if cut < CLEAR_HEADER_LEN + OVERHEAD {
                 assert_eq!(r, Err(OpenError::TooShort));
             }
         }
@@ -181,9 +181,9 @@ fn seal_errors() {
     let (mut a, _) = pair(Suite::Aes256Gcm);
     let mut small = [0u8; 40];
     assert_eq!(a.seal_in_place(&mut small, 11), Err(SealError::TooShort));
-    assert_eq!(a.seal_in_place(&mut small, 17), Err(SealError::NoRoom));
-    assert_eq!(a.seal_in_place(&mut small, 16), Ok(40));
-    assert_eq!(a.seal(&[0u8; 20], &mut small), Err(SealError::NoRoom));
+    assert_eq!(a.seal_in_place(&mut small, 21), Err(SealError::NoRoom));
+    assert_eq!(a.seal_in_place(&mut small, 20), Ok(40));
+    assert_eq!(a.seal(&[0u8; 21], &mut small), Err(SealError::NoRoom));
 }
 
 #[test]
@@ -238,7 +238,92 @@ fn suite_choice() {
     );
 }
 
+#[test]
+fn the_wire_carries_the_counters_low_32_bits() {
+    let (mut a, mut b) = pair(Suite::Aes256Gcm);
+    a.set_next_counter(0x1_2345_6789);
+    b.set_highest_opened(0x1_2345_6700);
+    let mut p = packet(30, 3);
+    let n = a.seal_in_place(&mut p, 30).unwrap();
+    assert_eq!(n, 30 + 4 + 16);
+    assert_eq!(
+        p[30..34],
+        [0x23, 0x45, 0x67, 0x89],
+        "big-endian, low 32 bits"
+    );
+    assert_eq!(b.open_in_place(&mut p[..n]), Ok(30));
+    assert_eq!(b.highest_opened(), Some(0x1_2345_6789));
+}
+
+#[test]
+fn counters_are_rebuilt_across_the_32_bit_boundary_in_any_order() {
+    for suite in SUITES {
+        let (mut a, mut b) = pair(suite);
+        let start = (1u64 << 32) - 3;
+        a.set_next_counter(start);
+        b.set_highest_opened(start - 1);
+        let wires: Vec<Vec<u8>> = (0..6)
+            .map(|i| {
+                let mut p = packet(30, i);
+                let n = a.seal_in_place(&mut p, 30).unwrap();
+                p.truncate(n);
+                p
+            })
+            .collect();
+        // 2^32 + 2 first: the wire says 2, the receiver expects 2^32 - 2.
+        for i in [5, 0, 3, 1, 4, 2] {
+            assert_eq!(b.open_in_place(&mut wires[i].clone()), Ok(30), "{i}");
+        }
+        assert_eq!(b.highest_opened(), Some(start + 5));
+        for w in &wires {
+            assert_eq!(b.open_in_place(&mut w.clone()), Err(OpenError::Replayed));
+        }
+    }
+}
+
+#[test]
+fn a_counter_taken_wrongly_fails_authentication() {
+    // A sender 2^32 packets ahead of the receiver's window: its low bits
+    // say 7, the receiver takes 7, and the whole counter in the associated
+    // data (and the nonce) differ, so the packet is refused, not opened.
+    let (mut a, mut b) = pair(Suite::ChaCha20Poly1305);
+    a.set_next_counter((1 << 32) + 7);
+    let mut p = packet(30, 5);
+    let n = a.seal_in_place(&mut p, 30).unwrap();
+    assert_eq!(b.open_in_place(&mut p[..n]), Err(OpenError::Forged));
+    assert_eq!(b.highest_opened(), None, "a refused packet moves nothing");
+}
+
+#[test]
+fn whole_counter_examples() {
+    let w = |c: u64| wire_counter(c);
+    // RFC 9000 A.3's rule at a fixed 32 bits: nearest to the expected counter.
+    assert_eq!(whole_counter(0, w(0)), 0);
+    assert_eq!(whole_counter(0, w(5)), 5);
+    assert_eq!(
+        whole_counter(0, w(u64::from(u32::MAX))),
+        u64::from(u32::MAX)
+    );
+    assert_eq!(whole_counter(1 << 32, w(3)), (1 << 32) + 3);
+    assert_eq!(whole_counter(1 << 32, w((1 << 32) - 3)), (1 << 32) - 3);
+    assert_eq!(whole_counter((1 << 33) + 10, w(9)), (1 << 33) + 9);
+    let near_top = MAX_COUNTER - 1;
+    assert_eq!(whole_counter(near_top, w(near_top)), near_top);
+}
+
 proptest! {
+    #[test]
+    fn counters_within_half_a_window_are_rebuilt(
+        c in 0u64..MAX_COUNTER,
+        delta in -(1i64 << 31) + 1..(1i64 << 31),
+    ) {
+        // Any counter up to 2^31 - 1 behind or ahead of the expected one
+        // (reordering or loss) comes back whole.
+        let expected = c as i64 - delta;
+        prop_assume!(expected >= 0);
+        prop_assert_eq!(whole_counter(expected as u64, wire_counter(c)), c);
+    }
+
     #[test]
     fn junk_never_opens_or_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
         let (_, mut b) = pair(Suite::Aes256Gcm);

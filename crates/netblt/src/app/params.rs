@@ -228,6 +228,9 @@ pub(crate) fn passive_limits() -> TransferParams {
 mod tests {
     use super::*;
 
+    /// What sealing adds to every packet.
+    const SEAL: usize = netblt_crypto::OVERHEAD;
+
     #[test]
     fn a_passive_window_is_at_most_a_gib() {
         let offer = |buffer_size| TransferParams {
@@ -244,22 +247,22 @@ mod tests {
     #[test]
     fn packet_size_follows_the_path_mtu() {
         // Loopback (65536) and jumbo frames get large packets, capped.
-        assert_eq!(packet_size_for_mtu(65_536, false, 24), Some(16_000));
+        assert_eq!(packet_size_for_mtu(65_536, false, SEAL), Some(16_000));
         assert_eq!(packet_size_for_mtu(65_536, true, 0), Some(16_000));
-        assert_eq!(packet_size_for_mtu(9000, false, 24), Some(8924));
+        assert_eq!(packet_size_for_mtu(9000, false, SEAL), Some(8928));
         assert_eq!(packet_size_for_mtu(9000, true, 0), Some(8928));
         // A 1500-byte path keeps the LAN default, sealed or not.
-        assert_eq!(packet_size_for_mtu(1500, false, 24), Some(1400));
-        assert_eq!(packet_size_for_mtu(1500, true, 24), Some(1400));
-        // A smaller path gets what fits: 1280 - 40 - 8 - 24 - 24.
-        assert_eq!(packet_size_for_mtu(1280, true, 24), Some(1184));
+        assert_eq!(packet_size_for_mtu(1500, false, SEAL), Some(1400));
+        assert_eq!(packet_size_for_mtu(1500, true, SEAL), Some(1400));
+        // A smaller path gets what fits: 1280 - 40 - 8 - 24 - 20.
+        assert_eq!(packet_size_for_mtu(1280, true, SEAL), Some(1188));
         // A packet that fits is a multiple of 4 (no padding).
         assert_eq!(
             packet_size_for_mtu(1403 + 20 + 8 + 24, false, 0),
             Some(1400)
         );
         // Nonsense MTUs leave the offer alone.
-        assert_eq!(packet_size_for_mtu(68, false, 24), None);
+        assert_eq!(packet_size_for_mtu(68, false, SEAL), None);
         assert_eq!(packet_size_for_mtu(0, false, 0), None);
     }
 
@@ -285,7 +288,7 @@ mod tests {
         let sizes = crate::AutoSize::new(true, true, false);
         let mut p = offer;
         assert_eq!(
-            size_for_path(&mut p, sizes, Some(65_536), false, 24, false).ceiling,
+            size_for_path(&mut p, sizes, Some(65_536), false, SEAL, false).ceiling,
             None
         );
         assert_eq!((p.packet_size, p.buffer_size), (16_000, 8_192_000));
@@ -297,33 +300,33 @@ mod tests {
         let mut c = offer;
         let all = crate::AutoSize::all();
         assert_eq!(
-            size_for_path(&mut c, all, Some(65_536), false, 24, false).ceiling,
+            size_for_path(&mut c, all, Some(65_536), false, SEAL, false).ceiling,
             Some(AUTO_RATE)
         );
         assert!((c.rate_bps() - AUTO_RATE as f64).abs() / (AUTO_RATE as f64) < 0.01);
         // ...and a 1500-byte path keeps 10 Gb/s.
         let mut l = offer;
         assert_eq!(
-            size_for_path(&mut l, all, Some(1500), false, 24, false),
+            size_for_path(&mut l, all, Some(1500), false, SEAL, false),
             PathSizes::default()
         );
         assert_eq!(l, offer);
         // The buffer count keeps 32 MiB in flight when asked to.
         assert_eq!(p.max_buffers, 32, "not asked");
         let mut w = offer;
-        size_for_path(&mut w, all, Some(65_536), false, 24, false);
+        size_for_path(&mut w, all, Some(65_536), false, SEAL, false);
         assert_eq!(w.max_buffers, 5, "ceil(32 MiB / 8,192,000)");
         let mut j = offer;
-        size_for_path(&mut j, all, Some(9000), false, 24, false);
+        size_for_path(&mut j, all, Some(9000), false, SEAL, false);
         assert_eq!(j.max_buffers, 8, "ceil(32 MiB / 4,569,088)");
         // Only what was not given changes; an unknown MTU changes nothing.
         let mut q = offer;
         let packet_only = crate::AutoSize::new(true, false, false);
-        size_for_path(&mut q, packet_only, Some(65_536), false, 24, false);
+        size_for_path(&mut q, packet_only, Some(65_536), false, SEAL, false);
         assert_eq!((q.packet_size, q.buffer_size), (16_000, 1 << 20));
         let mut u = offer;
         assert_eq!(
-            size_for_path(&mut u, all, None, false, 24, false),
+            size_for_path(&mut u, all, None, false, SEAL, false),
             PathSizes::default()
         );
         assert_eq!(u, offer);
@@ -340,12 +343,12 @@ mod tests {
             let s = size_for_path(&mut p, all, Some(mtu), v6, overhead, true);
             (p, s)
         };
-        // IPv4, 1500: 1500 - 20 - 8 - 24 (DATA header) - 24 (sealing), or
+        // IPv4, 1500: 1500 - 20 - 8 - 24 (DATA header) - 20 (sealing), or
         // - 0; IPv6 20 bytes less. Still a LAN's buffers and ceiling.
         for (v6, overhead, want) in [
-            (false, 24, 1424),
+            (false, SEAL, 1428),
             (false, 0, 1448),
-            (true, 24, 1404),
+            (true, SEAL, 1408),
             (true, 0, 1428),
         ] {
             let (p, s) = probe(1500, v6, overhead);
@@ -357,19 +360,19 @@ mod tests {
         }
         // Jumbo frames and loopback: offered 1400, probed at G3's size,
         // with G3's buffers and ceiling for it.
-        let (p, s) = probe(9000, false, 24);
+        let (p, s) = probe(9000, false, SEAL);
         assert_eq!(
             (p.packet_size, s.probe, s.ceiling),
-            (1400, Some(8924), Some(AUTO_RATE))
+            (1400, Some(8928), Some(AUTO_RATE))
         );
-        assert_eq!((p.buffer_size, p.max_buffers), (8924 * 512, 8));
-        let (p, s) = probe(65_536, false, 24);
+        assert_eq!((p.buffer_size, p.max_buffers), (8928 * 512, 8));
+        let (p, s) = probe(65_536, false, SEAL);
         assert_eq!((p.packet_size, s.probe), (1400, Some(16_000)));
         assert_eq!(p.buffer_size, 8_192_000);
         // Nothing beyond 1400 fits: no probe, G3's size.
-        let (p, s) = probe(1476, false, 24);
+        let (p, s) = probe(1472, false, SEAL);
         assert_eq!((p.packet_size, s.probe), (1400, None));
-        let (p, s) = probe(1280, true, 24);
-        assert_eq!((p.packet_size, s.probe), (1184, None));
+        let (p, s) = probe(1280, true, SEAL);
+        assert_eq!((p.packet_size, s.probe), (1188, None));
     }
 }

@@ -83,7 +83,7 @@ pub(crate) fn run_active<A: Application>(
         peer
     };
     // Encrypted mode: keys first (a key-file error is one line, no packet
-    // sent); the AEAD's 24 bytes come off the engine's datagram budget.
+    // sent); the AEAD's 20 bytes come off the engine's datagram budget.
     let mut config = opts.config.clone();
     let mut sec = match &opts.security {
         crate::security::Security::Encrypted(enc) => {

@@ -142,7 +142,7 @@ pub(crate) fn run_passive<S: Service>(
             .map_err(|e| socket_error(&e, "socket", false))?
             .port()
     };
-    // Encrypted mode: keys first; the AEAD's 24 bytes come off the
+    // Encrypted mode: keys first; the AEAD's 20 bytes come off the
     // engine's datagram budget; no gathered sends (sealing copies).
     let mut config = opts.config.clone();
     let mut sec = match &opts.security {

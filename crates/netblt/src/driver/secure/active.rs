@@ -142,13 +142,14 @@ impl ActiveSecurity {
 
     /// The engine gave up opening after `attempts` OPENs: if nothing at all
     /// came back, say what the silence may mean, an older receiver among
-    /// the rest (decision K21: a receiver before handshake version 2 drops
-    /// this sender's initiation without a word).
+    /// the rest (decision K21: a receiver of an older handshake version
+    /// drops this sender's initiation without a word).
     pub(crate) fn silence(&self, attempts: u32) -> Option<AppError> {
         (!self.heard).then(|| {
             fail(format!(
-                "no answer from {} after {attempts} encrypted OPEN packets (host down, port filtered, or a receiver older than netblt handshake version 2, which ignores newer senders)",
-                self.peer
+                "no answer from {} after {attempts} encrypted OPEN packets (host down, port filtered, or a receiver older than netblt handshake version {}, which ignores newer senders)",
+                self.peer,
+                netblt_crypto::handshake::message::FORMAT
             ))
         })
     }
@@ -465,7 +466,7 @@ mod tests {
         let mut a = ActiveSecurity::new(&keys, "127.0.0.1:9".parse().unwrap()).unwrap();
         let msg = a.silence(8).unwrap().to_string();
         assert!(
-            msg.contains("after 8 encrypted OPEN packets") && msg.contains("handshake version 2"),
+            msg.contains("after 8 encrypted OPEN packets") && msg.contains("handshake version 3"),
             "{msg}"
         );
         // Any datagram from the peer (here a junk plain header) is an answer.

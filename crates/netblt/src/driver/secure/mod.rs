@@ -311,10 +311,10 @@ mod tests {
         // Anything but NULs past Length is not a probe's padding.
         d[1471] = 1;
         assert_eq!(cut_probe_padding(&d).1, None);
-        // 1472 - 24 sealing - 12 header: the engine's plain OPEN is 1448
-        // bytes, a DATA packet of 1424.
+        // 1472 - 20 sealing - 12 header: the engine's plain OPEN is 1452
+        // bytes, a DATA packet of 1428.
         let handed = probe_body(&plain, Some(1472));
-        assert_eq!(handed.len(), 1436);
+        assert_eq!(handed.len(), 1440);
         assert_eq!(&handed[..plain.len()], &plain[..]);
         assert_eq!(probe_body(&plain, None), plain);
         assert_eq!(probe_body(&plain, Some(40)), plain, "never shortened");
