@@ -318,7 +318,7 @@ mod tests {
         assert_eq!(w.max_buffers, 5, "ceil(32 MiB / 8,192,000)");
         let mut j = offer;
         size_for_path(&mut j, all, Some(9000), false, SEAL, false);
-        assert_eq!(j.max_buffers, 8, "ceil(32 MiB / 4,569,088)");
+        assert_eq!(j.max_buffers, 8, "ceil(32 MiB / 4,571,136)");
         // Only what was not given changes; an unknown MTU changes nothing.
         let mut q = offer;
         let packet_only = crate::AutoSize::new(true, false, false);
