@@ -73,7 +73,27 @@ const FOREIGN_ROUNDS: u32 = 64;
 /// within this many rounds of the competition's end (R19): FAST's test takes
 /// six rounds, and it starts at the first CRUISE after the end (up to eight
 /// rounds of probe cycle later).
-const COMPETE_MEMORY_ROUNDS: u64 = 32;
+const COMPETE_MEMORY_ROUNDS: u64 = 400;
+/// R63: the rounds `calm` remembers the rate of a round with nobody
+/// else's queue: a loss-based competitor's cycle (CUBIC's overflowed a 1 BDP
+/// queue at 100 Mb/s and 50 ms every 16 s, 300 rounds), and FAST's
+/// PROBE_RTT empties the queue within it at the squeezed rate.
+const CALM_ROUNDS: u64 = 400;
+/// R63: the rounds before an overflow whose queue must have been nearly as
+/// long already: a loss-based TCP fills the queue over seconds, a FAST
+/// flow's STARTUP within a round or two.
+const OVERFLOW_RISE_ROUNDS: u64 = 4;
+/// R63: ... and the rounds before it free of loss above the noise floor: a loss-based TCP
+/// overflows the queue once a cycle of seconds, where flows that start
+/// beside FAST ones (STARTUP, then congestion cuts floored at 0.7 a round)
+/// keep it overflowing for a second or more.
+const OVERFLOW_CALM_ROUNDS: u64 = 16;
+/// R63: ... and our rate under this share of the calm rate. FAST's rate at
+/// a competitor's overflow is alpha over the full queue's delay (2.2 of
+/// 96 Mb/s in a 1 BDP queue at 50 ms); among N FAST flows it is 1/N of the
+/// path, and four of them overflowing a 125 KB queue now and then at
+/// 20 Mb/s went into competition with each other at 0.31 (Jain 0.45).
+const CALM_SHARE: f64 = 0.25;
 /// The first probe's gain in that competition (BBR v1's PROBE_BW gain).
 const FOREIGN_PROBE_GAIN: f64 = 1.25;
 /// The most of our packets a competitor's full queue may drop that we
@@ -232,7 +252,15 @@ pub struct Model {
     busy_capped: bool,
     /// The bottleneck estimate in the last FAST round that found only our
     /// own share queued (R7).
-    calm_bps: f64,
+    calm: MaxFilter,
+    /// R63: the smallest round trip (seconds) of the last rounds.
+    recent_queue: MinFilter,
+    /// R63: the smallest round trip ever seen (`min_rtt` may go up).
+    floor_rtt: Option<Duration>,
+    /// R63: the last round that lost more than the noise floor explains,
+    /// and the one before it.
+    last_lossy: Option<u64>,
+    prev_lossy: Option<u64>,
     /// The round the last competition ended in and the bottleneck estimate
     /// then (R19): FAST then tests whether the competitor is still there,
     /// and if it is, the competition resumes from here.
@@ -339,7 +367,11 @@ impl Model {
             fast_probe_misses: 0,
             busy: None,
             busy_capped: false,
-            calm_bps: 0.0,
+            calm: MaxFilter::new(CALM_ROUNDS),
+            recent_queue: MinFilter::new(OVERFLOW_RISE_ROUNDS),
+            last_lossy: None,
+            prev_lossy: None,
+            floor_rtt: None,
             compete_end: None,
             met_competitor: false,
             fast_settle: false,
@@ -662,8 +694,11 @@ impl Model {
             let n = total as f64;
             let p = self.noise.max(0.002);
             let expected = n * p + 3.0 * (n * p * (1.0 - p)).sqrt() + 1.0;
-            let excess =
-                loss > (self.noise * 2.0).max(self.noise + 0.01) && (self.r_lost as f64) > expected;
+            let lossy = loss > (self.noise * 2.0).max(self.noise + 0.01);
+            let excess = lossy && (self.r_lost as f64) > expected;
+            if lossy {
+                self.prev_lossy = self.last_lossy.replace(self.round);
+            }
             // In a queue someone else keeps full (a loss-based TCP), its
             // losses are not a sign that we send too fast: BBR ignores them
             // there too, and cutting on them starved us against CUBIC.
@@ -679,7 +714,19 @@ impl Model {
             }
         }
 
-        if congested {
+        let not_ours = congested && self.overflow_not_ours();
+        if not_ours {
+            // R63: the queue overflowed while FAST held only its own share
+            // of it: someone else filled it. A loss-based TCP (CUBIC) fills
+            // any queue until it drops, and FAST, keeping alpha of its own
+            // in whatever queue stands, yields to it round by round (at
+            // alpha over CUBIC's queueing delay: 16 Mb/s beside a 7 ms
+            // queue, 4 by the time it overflowed, simulator) without ever
+            // holding the 2 alpha that its six-round test asks for.
+            self.congestion_events += 1;
+            self.compete(true);
+            self.reason = RateReason::Congestion;
+        } else if congested {
             self.congestion_events += 1;
             let delivered = self.r_max_delivery / (1.0 - self.noise);
             // At most 30 % per round, as BBRv2 bounds its loss response
@@ -735,6 +782,9 @@ impl Model {
             cruise_left = self.cruise_left,
             "rate control round"
         );
+        if let Some(r) = self.r_min_rtt {
+            self.recent_queue.update(self.round, r.as_secs_f64());
+        }
         self.r_arrived = 0;
         self.r_lost = 0;
         self.r_min_rtt = None;
@@ -1119,38 +1169,21 @@ impl Model {
                         .is_some_and(|q| q <= self.queue_threshold());
                 self.fast_cut = 0;
                 if !shrank && !drained {
-                    self.foreign_rounds = FOREIGN_ROUNDS;
-                    self.met_competitor |= standing;
-                    self.fast_w = None;
-                    // The cuts of those rounds (FAST's, and the congestion
-                    // cuts of the competitor's start-up losses) went to a
-                    // flow that does not yield: start the competition from
-                    // at least an even share of what we had before it came
-                    // (R7). From the cut-down rate BBR-style probing never
-                    // caught up: 0.13-0.37 of BBR v1's rate (emulator).
-                    let even = 0.5 * self.calm_bps;
-                    // And a competition that ended only for FAST's test
-                    // resumes at the rate it had (R19): the test's six
-                    // rounds of cuts and a competitor's emptied queue in
-                    // them (BBR's PROBE_RTT, which reset `calm_bps` to the
-                    // cut-down rate) took us from 33 to 12 Mb/s beside
-                    // BBR v1 (emulator trace).
-                    let resumed = self.recent_competition().unwrap_or(0.0);
-                    self.compete_end = None;
-                    let start = even.max(resumed);
-                    if start > self.bottleneck() {
-                        self.bw.reset(self.bw_round, start);
-                    }
-                    self.enter_cruise();
+                    self.compete(standing);
                     return;
                 }
                 self.fast_q_before = Some(dq);
             }
         } else {
             self.fast_cut = 0;
-            // A round with only our own share queued: the rate we had with
-            // nobody else filling the queue.
-            self.calm_bps = self.bottleneck();
+            // A round with only our own share queued and no queue standing
+            // (R63): the rate we had with nobody else filling the queue.
+            // Beside CUBIC's slowly growing queue our share stays alpha as
+            // the rate shrinks to alpha over its delay, and this followed
+            // it down to 4 Mb/s (simulator).
+            if !standing {
+                self.calm.update(self.round, self.bottleneck());
+            }
         }
         // Draining a queue that stood through the round: the link carried
         // `busy` of ours all round, so FAST's equilibrium is that rate's pipe
@@ -1175,6 +1208,89 @@ impl Model {
         if new.is_finite() {
             self.fast_w = Some(new);
         }
+    }
+
+    /// R63: a congestion round in FAST's CRUISE with at most twice alpha of
+    /// our own queued (this round's mean round trip), FAST neither probing,
+    /// nor growing past the pipe, nor draining an overshoot: the losses
+    /// came from a queue someone else filled. Among FAST flows alone a
+    /// queue holds alpha of each and does not overflow.
+    fn overflow_not_ours(&self) -> bool {
+        let (Some(base), Some(w)) = (self.min_rtt, self.fast_w) else {
+            return false;
+        };
+        if self.phase != Phase::Cruise
+            || self.background
+            || self.foreign_rounds > 0
+            || self.r_rtt_n == 0
+            || self.fast_settle
+            || self.fast_probe.is_some()
+            || self.fast_overshoot.is_some()
+            || self.fast_found > 0
+        {
+            return false;
+        }
+        let mean = self.r_rtt_sum / f64::from(self.r_rtt_n);
+        let own = w * (1.0 - base.as_secs_f64() / mean.max(1e-6)).max(0.0);
+        // FAST's equilibrium reads alpha of its own in any queue (its
+        // rate is alpha over the queue's delay, whoever built it), so the
+        // share of our own says nothing here; what does is the rate: under
+        // half of what the path gave us with nobody else's queue, someone
+        // else is taking the rest. Alone, at low rates alpha's own delay
+        // stands above the threshold, and noise bursts there passed for
+        // overflow (the simulator's noisy-path tests).
+        let calm = self.calm.get().unwrap_or(0.0);
+        // And the queue stood nearly this long through the rounds before:
+        // a loss-based TCP grows it slowly to the brim, where another
+        // flow's STARTUP fills it within a round (four NETBLT flows
+        // starting two seconds apart each took the others into BBR-style
+        // competition: Jain 0.55, simulator).
+        // Measured from the smallest round trip ever seen: PROBE_RTT in a
+        // queue that does not drain takes the base up into it (R23).
+        let before = self.recent_queue.get(self.round.saturating_sub(1));
+        let slow_rise = match (before, self.r_min_rtt, self.floor_rtt) {
+            (Some(b), Some(now), Some(floor)) => {
+                let floor = floor.as_secs_f64();
+                b - floor >= 0.7 * (now.as_secs_f64() - floor)
+            }
+            _ => false,
+        };
+        let first = self
+            .prev_lossy
+            .is_none_or(|r| r + OVERFLOW_CALM_ROUNDS <= self.round);
+        own <= 2.0 * self.fast_alpha()
+            && self.bottleneck() < CALM_SHARE * calm
+            && first
+            && slow_rise
+    }
+
+    /// A queue found not to be ours: compete as BBR does for
+    /// `FOREIGN_ROUNDS` rounds (FAST's six-round test, R7; a competitor's
+    /// overflow, R63).
+    fn compete(&mut self, standing: bool) {
+        tracing::debug!(now = %self.now, round = self.round, standing, "competing");
+        self.foreign_rounds = FOREIGN_ROUNDS;
+        self.met_competitor |= standing;
+        self.fast_w = None;
+        // The cuts of those rounds (FAST's, and the congestion cuts of the
+        // competitor's start-up losses) went to a flow that does not yield:
+        // start the competition from at least an even share of what we had
+        // before it came (R7). From the cut-down rate BBR-style probing
+        // never caught up: 0.13-0.37 of BBR v1's rate (emulator).
+        self.calm.expire(self.round);
+        let even = 0.5 * self.calm.get().unwrap_or(0.0);
+        // And a competition that ended only for FAST's test resumes at the
+        // rate it had (R19): the test's six rounds of cuts and a
+        // competitor's emptied queue in them (BBR's PROBE_RTT, which reset
+        // `calm_bps` to the cut-down rate) took us from 33 to 12 Mb/s beside
+        // BBR v1 (emulator trace).
+        let resumed = self.recent_competition().unwrap_or(0.0);
+        self.compete_end = None;
+        let start = even.max(resumed);
+        if start > self.bottleneck() {
+            self.bw.reset(self.bw_round, start);
+        }
+        self.enter_cruise();
     }
 
     fn advance_phase(&mut self, standing: bool, queue: Option<Duration>) {
@@ -1373,6 +1489,7 @@ impl RateController for Model {
         self.packet_bytes = s.packet_bytes.max(1);
         if let Some(rtt) = s.rtt {
             self.last_rtt = Some(rtt);
+            self.floor_rtt = Some(self.floor_rtt.map_or(rtt, |f| f.min(rtt)));
             if self.min_rtt.is_none_or(|m| rtt <= m) {
                 self.min_rtt = Some(rtt);
                 self.min_rtt_at = s.now;
