@@ -398,8 +398,9 @@ fn a_bundle_to_stdout_is_a_tar_stream() {
 }
 
 /// A sparse file over 4 GiB inside a bundle: an entry and a stream past 32
-/// bits, unpacked to disk (the receiver writes the zeros: 4 GiB of disk for
-/// a moment). Slow: run with `--ignored`.
+/// bits, unpacked to disk. The receiver leaves holes where whole blocks are
+/// zero (decision M9): writing the zeros out filled CI's disk (ENOSPC).
+/// Slow: run with `--ignored`.
 #[test]
 #[ignore]
 fn sparse_file_over_4_gib_in_a_bundle() {
@@ -420,11 +421,15 @@ fn sparse_file_over_4_gib_in_a_bundle() {
     assert_eq!(code, Some(0), "{out}\n{err}");
     let (rcode, _, rerr) = r.finish(T);
     assert_eq!(rcode, Some(0), "{rerr}");
-    assert_eq!(
-        std::fs::metadata(dst.path().join("t/sparse"))
-            .unwrap()
-            .len(),
-        size
+    let got = std::fs::metadata(dst.path().join("t/sparse")).unwrap();
+    assert_eq!(got.len(), size);
+    // Where the file system makes holes, the zeros took no disk.
+    use std::os::unix::fs::MetadataExt;
+    let holes = std::fs::metadata(t.join("sparse")).unwrap().blocks() == 0;
+    assert!(
+        !holes || got.blocks() * 512 < 1 << 20,
+        "{} blocks",
+        got.blocks()
     );
     assert_eq!(std::fs::read(dst.path().join("t/z")).unwrap(), b"after");
 }

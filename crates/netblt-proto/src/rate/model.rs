@@ -72,7 +72,9 @@ const FOREIGN_ROUNDS: u32 = 64;
 /// A competition's rate is resumed if FAST finds the competitor still there
 /// within this many rounds of the competition's end (R19): FAST's test takes
 /// six rounds, and it starts at the first CRUISE after the end (up to eight
-/// rounds of probe cycle later).
+/// rounds of probe cycle later). R63: 400 (was 32): after a competition
+/// beside CUBIC, FAST took over while CUBIC's post-loss queue was small, and
+/// its test came only when that queue stood again, seconds later.
 const COMPETE_MEMORY_ROUNDS: u64 = 400;
 /// R63: the rounds `calm` remembers the rate of a round with nobody
 /// else's queue: a loss-based competitor's cycle (CUBIC's overflowed a 1 BDP
@@ -250,8 +252,9 @@ pub struct Model {
     /// R42: the window was capped at `busy`'s pipe in the standing queue
     /// under way (once per queue: see `fast`).
     busy_capped: bool,
-    /// The bottleneck estimate in the last FAST round that found only our
-    /// own share queued (R7).
+    /// The calm rate: the largest bottleneck estimate of the FAST rounds in
+    /// the last `CALM_ROUNDS` that found only our own share queued and no
+    /// standing queue (R7, R63).
     calm: MaxFilter,
     /// R63: the smallest round trip (seconds) of the last rounds.
     recent_queue: MinFilter,
@@ -652,6 +655,7 @@ impl Model {
         }
         self.round_start = now;
         self.bw.expire(self.bw_round);
+        self.calm.expire(self.round);
         let total = self.r_arrived + self.r_lost;
         let loss = (total >= MIN_ROUND_PACKETS).then(|| self.r_lost as f64 / total as f64);
         let queue = self.round_queue();
@@ -1235,8 +1239,8 @@ impl Model {
         // FAST's equilibrium reads alpha of its own in any queue (its
         // rate is alpha over the queue's delay, whoever built it), so the
         // share of our own says nothing here; what does is the rate: under
-        // half of what the path gave us with nobody else's queue, someone
-        // else is taking the rest. Alone, at low rates alpha's own delay
+        // a quarter of what the path gave us with nobody else's queue,
+        // someone else is taking the rest. Alone, at low rates alpha's own delay
         // stands above the threshold, and noise bursts there passed for
         // overflow (the simulator's noisy-path tests).
         let calm = self.calm.get().unwrap_or(0.0);
@@ -1277,12 +1281,11 @@ impl Model {
         // start the competition from at least an even share of what we had
         // before it came (R7). From the cut-down rate BBR-style probing
         // never caught up: 0.13-0.37 of BBR v1's rate (emulator).
-        self.calm.expire(self.round);
         let even = 0.5 * self.calm.get().unwrap_or(0.0);
         // And a competition that ended only for FAST's test resumes at the
         // rate it had (R19): the test's six rounds of cuts and a
-        // competitor's emptied queue in them (BBR's PROBE_RTT, which reset
-        // `calm_bps` to the cut-down rate) took us from 33 to 12 Mb/s beside
+        // competitor's emptied queue in them (BBR's PROBE_RTT, which then
+        // reset the calm rate to the cut-down rate) took us from 33 to 12 Mb/s beside
         // BBR v1 (emulator trace).
         let resumed = self.recent_competition().unwrap_or(0.0);
         self.compete_end = None;
@@ -2065,6 +2068,55 @@ mod tests {
             "{} of {calm}",
             m.bottleneck()
         );
+    }
+
+    /// R63's test, at the brim of a queue a competitor filled over seconds:
+    /// FAST cruising with alpha of its own in a 30 ms queue at 3.7 Mb/s (of
+    /// a calm 96), the rounds before at 29 ms.
+    fn at_the_brim() -> Model {
+        let (mut m, _) = cruising_alone(50_000);
+        assert!(m.calm.get().is_some_and(|c| c > 90e6), "{:?}", m.calm);
+        m.fast_settle = false;
+        m.fast_probe = None;
+        m.fast_overshoot = None;
+        m.fast_found = 0;
+        m.bw.reset(m.bw_round, 3.7e6);
+        let rtt = Duration::from_millis(80);
+        m.fast_w = Some(3.7e6 / 8.0 * rtt.as_secs_f64());
+        m.r_rtt_sum = 10.0 * rtt.as_secs_f64();
+        m.r_rtt_n = 10;
+        m.r_min_rtt = Some(rtt);
+        m.recent_queue = MinFilter::new(OVERFLOW_RISE_ROUNDS);
+        for r in m.round - 4..m.round {
+            m.recent_queue.update(r, 0.079);
+        }
+        m
+    }
+
+    /// R63: such a queue's overflow is a competitor's; not when the queue
+    /// jumped there (another flow's STARTUP), nor when our rate is a fair
+    /// share among a few flows, nor when losses came lately already.
+    #[test]
+    fn a_slowly_filled_queue_that_overflows_is_a_competitors() {
+        let m = at_the_brim();
+        assert!(m.overflow_not_ours(), "{m:?}");
+        let mut sudden = at_the_brim();
+        sudden.recent_queue = MinFilter::new(OVERFLOW_RISE_ROUNDS);
+        for r in sudden.round - 4..sudden.round {
+            sudden.recent_queue.update(r, 0.055);
+        }
+        assert!(!sudden.overflow_not_ours());
+        let mut fair_share = at_the_brim();
+        fair_share.bw.reset(fair_share.bw_round, 30e6);
+        fair_share.fast_w = Some(30e6 / 8.0 * 0.0515);
+        fair_share.r_rtt_sum = 10.0 * 0.0515;
+        assert!(!fair_share.overflow_not_ours());
+        let mut lossy = at_the_brim();
+        lossy.prev_lossy = Some(lossy.round - 3);
+        assert!(!lossy.overflow_not_ours());
+        let mut ours = at_the_brim();
+        ours.fast_w = ours.fast_w.map(|w| 3.0 * w);
+        assert!(!ours.overflow_not_ours());
     }
 
     /// R21: competing with a flow that keeps the queue full, the packets that

@@ -11,18 +11,18 @@
 //! * A file is written to a new `.<name>.<tag>.netblt-bundle` in its
 //!   directory (`O_CREAT | O_EXCL | O_NOFOLLOW`; `tag` is random per
 //!   transfer, so two transfers never share one), gets its mode and time
-//!   when its bytes are complete, and waits for [`Unpacker::commit`].
+//!   when its bytes are complete, and waits for [`Unpacker::commit`]. Whole
+//!   blocks of zeros are left as holes ([`super::holes`], decision M10).
 //! * A failure of one entry (the name, permission denied, a file or a
 //!   directory in the way) is recorded and that entry's bytes dropped; a
 //!   full disk, a quota or a read-only file system fails the transfer.
 
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::at::{Dir, Found};
 use super::format::{EntryMeta, Mtime, Parser, Refusal, Visitor};
+use super::holes::HoleWriter;
 use super::{components, strip_dot, FileFailure, FilesReport};
 use crate::app::{hex, io_reason, AppError, Kind};
 
@@ -37,7 +37,7 @@ struct Pending {
 
 /// The file being written.
 struct Current {
-    file: File,
+    file: HoleWriter,
     meta: EntryMeta,
     pending: Pending,
 }
@@ -355,7 +355,7 @@ impl Visitor for Unpacker {
         };
         self.dropping = false;
         self.current = Some(Current {
-            file,
+            file: HoleWriter::new(file),
             meta: meta.clone(),
             pending: Pending {
                 parent,
@@ -374,7 +374,7 @@ impl Visitor for Unpacker {
         let Some(c) = &mut self.current else {
             return Ok(());
         };
-        if let Err(e) = c.file.write_all(bytes) {
+        if let Err(e) = c.file.write(bytes) {
             let c = self.current.take();
             self.dropping = true;
             if let Some(c) = c {
@@ -394,13 +394,21 @@ impl Visitor for Unpacker {
         };
         use std::os::unix::fs::PermissionsExt;
         let t = system_time(c.meta.mtime).unwrap_or(UNIX_EPOCH);
-        let r = c
-            .file
+        let file = match c.file.finish() {
+            Ok(f) => f,
+            Err(e) => {
+                if let Ok(d) = self.open_dir(&c.pending.parent, false) {
+                    let _ = d.unlink(&c.pending.tmp);
+                }
+                return self.fail_io(c.pending.shown, &e);
+            }
+        };
+        let r = file
             .set_permissions(std::fs::Permissions::from_mode(
                 crate::app::partial::stored_mode(c.meta.mode),
             ))
-            .and_then(|()| c.file.set_times(std::fs::FileTimes::new().set_modified(t)));
-        drop(c.file);
+            .and_then(|()| file.set_times(std::fs::FileTimes::new().set_modified(t)));
+        drop(file);
         if let Err(e) = r {
             if let Ok(d) = self.open_dir(&c.pending.parent, false) {
                 let _ = d.unlink(&c.pending.tmp);
