@@ -34,6 +34,7 @@
 //! ([`meta`]); names from the network are sanitized ([`names`]).
 
 pub(crate) mod bundle;
+pub(crate) mod holes;
 pub(crate) mod meta;
 pub(crate) mod names;
 pub(crate) mod params;

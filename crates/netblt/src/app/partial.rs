@@ -68,6 +68,10 @@ pub(crate) struct PartFile {
     pub(crate) offer: Option<(u64, Vec<ChainingValue>)>,
     /// Committed or abandoned (else dropping it abandons it).
     settled: bool,
+    /// Where the next data byte goes, once `start` or `resume` has cut the
+    /// file there: from then on it is written only forward, zero blocks
+    /// left as holes (`app/holes.rs`, decision M10).
+    pos: Option<u64>,
 }
 
 /// `.<base><suffix>` beside `final_path`, or a hashed name when that would
@@ -142,6 +146,7 @@ impl PartFile {
             mode: None,
             offer: None,
             settled: false,
+            pos: None,
         })
     }
 
@@ -193,7 +198,9 @@ impl PartFile {
             .set_len(0)
             .and_then(|()| self.file.seek(SeekFrom::Start(0)).map(drop))
             .and_then(|()| self.new_journal(&[]))
-            .map_err(|e| AppError::io(&shown, &e))
+            .map_err(|e| AppError::io(&shown, &e))?;
+        self.pos = Some(0);
+        Ok(())
     }
 
     /// Continues at `from` (the sender agreed): re-reads the partial file's
@@ -232,11 +239,19 @@ impl PartFile {
         self.file.set_len(from).map_err(io)?;
         self.file.seek(SeekFrom::Start(from)).map_err(io)?;
         self.new_journal(&want).map_err(io)?;
+        self.pos = Some(from);
         Ok(want)
     }
 
+    /// The next data bytes. Zero blocks become holes once the file was
+    /// cut where they go (`start`, `resume`); a journal's units count only
+    /// the file's length (`journal`), so a hole not yet given its length by
+    /// `commit` is never taken for data a resume can keep.
     pub(crate) fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.file.write_all(bytes)
+        match &mut self.pos {
+            Some(pos) => crate::app::holes::write_forward(&self.file, pos, bytes),
+            None => self.file.write_all(bytes),
+        }
     }
 
     /// Appends units to the journal, after their data were written. A
@@ -278,6 +293,9 @@ impl PartFile {
                     .file
                     .set_times(std::fs::FileTimes::new().set_modified(t));
             }
+        }
+        if let Some(pos) = self.pos {
+            crate::app::holes::set_length(&self.file, pos).map_err(io)?;
         }
         self.file.sync_all().map_err(io)?;
         if self.force {
@@ -424,6 +442,49 @@ mod tests {
         p.offer = Some((UNIT, cvs[..1].to_vec()));
         assert!(p.resume(UNIT).is_err());
         assert!(!p.part_path.exists());
+    }
+
+    /// Zero blocks are left as holes, and a resume across them keeps the
+    /// bytes and the length (decision M10): a unit of zeros in the middle,
+    /// zeros at the end.
+    #[test]
+    fn zeros_become_holes_and_survive_a_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let fin = dir.path().join("h");
+        let mut data: Vec<u8> = (0..(3 * UNIT) as u32)
+            .map(|i| (i % 251) as u8 | 1)
+            .collect();
+        data[UNIT as usize..(2 * UNIT) as usize].fill(0);
+        data.resize((4 * UNIT) as usize + 10, 0);
+        let cvs: Vec<_> = (0..2u64)
+            .map(|i| unit_cv(i, &data[(i * UNIT) as usize..((i + 1) * UNIT) as usize]))
+            .collect();
+        let mut p = PartFile::open(&fin, false).unwrap();
+        p.ident = Some((data.len() as u64, 7));
+        p.start().unwrap();
+        p.write(&data[..(2 * UNIT + 5) as usize]).unwrap();
+        p.record(&cvs);
+        p.abandon(true);
+        let mut p = PartFile::open(&fin, false).unwrap();
+        let j = p.journal().unwrap();
+        assert_eq!(j.usable(), 2);
+        p.ident = Some((j.size, j.mtime));
+        p.offer = Some((2 * UNIT, j.cvs.clone()));
+        assert_eq!(p.resume(2 * UNIT).unwrap(), cvs);
+        for piece in data[(2 * UNIT) as usize..].chunks(70_000) {
+            p.write(piece).unwrap();
+        }
+        p.commit().unwrap();
+        assert_eq!(std::fs::read(&fin).unwrap(), data);
+        use std::os::unix::fs::MetadataExt;
+        let probe = File::create(dir.path().join("probe")).unwrap();
+        probe.set_len(UNIT).unwrap();
+        if probe.metadata().unwrap().blocks() == 0 {
+            // Two units of zeros (one in the middle, one at the end) not
+            // on disk: at most the two data units and a block around each.
+            let on_disk = std::fs::metadata(&fin).unwrap().blocks() * 512;
+            assert!(on_disk <= 2 * UNIT + 4 * 4096, "{on_disk} bytes allocated");
+        }
     }
 
     #[test]

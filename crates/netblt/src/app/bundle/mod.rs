@@ -34,7 +34,6 @@
 
 pub(crate) mod at;
 pub(crate) mod format;
-pub(crate) mod holes;
 pub(crate) mod pack;
 pub(crate) mod unpack;
 pub(crate) mod walk;

@@ -12,7 +12,7 @@
 //!   directory (`O_CREAT | O_EXCL | O_NOFOLLOW`; `tag` is random per
 //!   transfer, so two transfers never share one), gets its mode and time
 //!   when its bytes are complete, and waits for [`Unpacker::commit`]. Whole
-//!   blocks of zeros are left as holes ([`super::holes`], decision M10).
+//!   blocks of zeros are left as holes ([`crate::app::holes`], decision M10).
 //! * A failure of one entry (the name, permission denied, a file or a
 //!   directory in the way) is recorded and that entry's bytes dropped; a
 //!   full disk, a quota or a read-only file system fails the transfer.
@@ -22,8 +22,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::at::{Dir, Found};
 use super::format::{EntryMeta, Mtime, Parser, Refusal, Visitor};
-use super::holes::HoleWriter;
 use super::{components, strip_dot, FileFailure, FilesReport};
+use crate::app::holes::HoleWriter;
 use crate::app::{hex, io_reason, AppError, Kind};
 
 /// A file written and waiting for the commit.

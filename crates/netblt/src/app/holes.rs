@@ -1,9 +1,10 @@
-//! Writing a file from a stream of bytes, leaving holes where whole blocks
-//! are zero (as `cp --sparse=auto`, GNU tar's `--sparse` and rsync's
-//! `--sparse` do). A bundle carries a sparse file as its zeros (its format
-//! has no sparse entries: [`super::format`]), and written out they took the
-//! disk's whole size: a 4 GiB sparse file in a bundle filled a CI machine's
-//! disk (decision M10). Reading the file back gives the same bytes either way.
+//! Writing a file forward from a stream of bytes, leaving holes where
+//! whole blocks are zero (as `cp --sparse=auto`, GNU tar's `--sparse` and
+//! rsync's `--sparse` do). A bundle carries a sparse file as its zeros (its
+//! format has no sparse entries: [`super::bundle::format`]), and so does a
+//! single file's transfer; written out they took the disk's whole size: a
+//! 4 GiB sparse file in a bundle filled a CI machine's disk (decision M10).
+//! Reading the file back gives the same bytes either way.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -12,7 +13,35 @@ use std::os::unix::fs::FileExt;
 /// systems' block): a hole is made of whole blocks only.
 const BLOCK: u64 = 4096;
 
-/// A file written at increasing offsets, zero blocks skipped.
+/// Writes `bytes` at `*pos` and moves `*pos` past them, cut at block
+/// boundaries; a piece that is all zeros is not written. Callers write a
+/// file only forward from a point where it ends (new, or just truncated
+/// there), so what is never written reads back as zeros, whether the file
+/// system makes a hole of it (a whole block) or zero-fills the rest of a
+/// block that holds data. The file's length must then be set to `*pos` when
+/// it is complete ([`set_length`]): a hole at the end is made by no write.
+pub(crate) fn write_forward(file: &File, pos: &mut u64, mut bytes: &[u8]) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        let to_boundary = (BLOCK - *pos % BLOCK) as usize;
+        let (piece, rest) = bytes.split_at(to_boundary.min(bytes.len()));
+        if piece.iter().any(|&b| b != 0) {
+            file.write_all_at(piece, *pos)?;
+        }
+        *pos += piece.len() as u64;
+        bytes = rest;
+    }
+    Ok(())
+}
+
+/// Lengthens `file` to `len` if the writes left it shorter (trailing zeros).
+pub(crate) fn set_length(file: &File, len: u64) -> std::io::Result<()> {
+    if file.metadata()?.len() < len {
+        file.set_len(len)?;
+    }
+    Ok(())
+}
+
+/// A new file written from its first byte on, zero blocks skipped.
 #[derive(Debug)]
 pub(crate) struct HoleWriter {
     file: File,
@@ -25,30 +54,14 @@ impl HoleWriter {
         HoleWriter { file, pos: 0 }
     }
 
-    /// The next bytes of the file, cut at block boundaries; a piece that
-    /// is all zeros is not written. The file is new and written only
-    /// forward, so what is never written reads back as zeros, whether the
-    /// file system makes a hole of it (a whole block) or zero-fills the rest
-    /// of a block that holds data.
-    pub(crate) fn write(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
-        while !bytes.is_empty() {
-            let to_boundary = (BLOCK - self.pos % BLOCK) as usize;
-            let (piece, rest) = bytes.split_at(to_boundary.min(bytes.len()));
-            if piece.iter().any(|&b| b != 0) {
-                self.file.write_all_at(piece, self.pos)?;
-            }
-            self.pos += piece.len() as u64;
-            bytes = rest;
-        }
-        Ok(())
+    /// The next bytes of the file ([`write_forward`]).
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        write_forward(&self.file, &mut self.pos, bytes)
     }
 
-    /// The file, its length set to the bytes written (a hole at the end
-    /// is not made by any write).
+    /// The file, its length set to the bytes written.
     pub(crate) fn finish(self) -> std::io::Result<File> {
-        if self.file.metadata()?.len() < self.pos {
-            self.file.set_len(self.pos)?;
-        }
+        set_length(&self.file, self.pos)?;
         Ok(self.file)
     }
 }
