@@ -279,6 +279,10 @@ impl PartFile {
         self.settled = true;
         let shown = self.final_path.display().to_string();
         let io = |e: std::io::Error| AppError::io(&shown, &e);
+        // The length first: lengthening the file changes its mtime.
+        if let Some(pos) = self.pos {
+            crate::app::holes::set_length(&self.file, pos).map_err(io)?;
+        }
         if let Some(mode) = self.mode {
             use std::os::unix::fs::PermissionsExt;
             let p = std::fs::Permissions::from_mode(stored_mode(mode));
@@ -293,9 +297,6 @@ impl PartFile {
                     .file
                     .set_times(std::fs::FileTimes::new().set_modified(t));
             }
-        }
-        if let Some(pos) = self.pos {
-            crate::app::holes::set_length(&self.file, pos).map_err(io)?;
         }
         self.file.sync_all().map_err(io)?;
         if self.force {
@@ -476,6 +477,12 @@ mod tests {
         }
         p.commit().unwrap();
         assert_eq!(std::fs::read(&fin).unwrap(), data);
+        // The sender's mtime, though the length was set after the writes.
+        let mtime = std::fs::metadata(&fin).unwrap().modified().unwrap();
+        assert_eq!(
+            mtime,
+            std::time::UNIX_EPOCH + std::time::Duration::from_nanos(7)
+        );
         use std::os::unix::fs::MetadataExt;
         let probe = File::create(dir.path().join("probe")).unwrap();
         probe.set_len(UNIT).unwrap();
