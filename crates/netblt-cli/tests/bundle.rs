@@ -399,7 +399,7 @@ fn a_bundle_to_stdout_is_a_tar_stream() {
 
 /// A sparse file over 4 GiB inside a bundle: an entry and a stream past 32
 /// bits, unpacked to disk. The receiver leaves holes where whole blocks are
-/// zero (decision M9): writing the zeros out filled CI's disk (ENOSPC).
+/// zero (decision M10): writing the zeros out filled CI's disk (ENOSPC).
 /// Slow: run with `--ignored`.
 #[test]
 #[ignore]

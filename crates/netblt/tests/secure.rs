@@ -648,8 +648,8 @@ fn an_initiation_outside_the_clock_window_gets_one_line_naming_the_difference() 
 #[test]
 #[ignore]
 fn a_silent_receiver_gets_a_line_that_names_an_older_version_among_the_causes() {
-    // A socket that reads nothing and answers nothing, as a receiver from
-    // of an older handshake version does to this sender's initiation.
+    // A socket that reads nothing and answers nothing, as a receiver of an
+    // older handshake version does to this sender's initiation.
     let tmp = tempfile::tempdir().unwrap();
     let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut o = send_options(encrypted(&tmp.path().join("s"), false));

@@ -257,13 +257,12 @@ pub struct Model {
     /// standing queue (R7, R63).
     calm: MaxFilter,
     /// R63: the smallest round trip (seconds) of the last rounds.
-    recent_queue: MinFilter,
+    recent_min_rtt: MinFilter,
     /// R63: the smallest round trip ever seen (`min_rtt` may go up).
     floor_rtt: Option<Duration>,
-    /// R63: the last round that lost more than the noise floor explains,
-    /// and the one before it.
+    /// R63: the last round before this one that lost more than the noise
+    /// floor explains.
     last_lossy: Option<u64>,
-    prev_lossy: Option<u64>,
     /// The round the last competition ended in and the bottleneck estimate
     /// then (R19): FAST then tests whether the competitor is still there,
     /// and if it is, the competition resumes from here.
@@ -371,9 +370,8 @@ impl Model {
             busy: None,
             busy_capped: false,
             calm: MaxFilter::new(CALM_ROUNDS),
-            recent_queue: MinFilter::new(OVERFLOW_RISE_ROUNDS),
+            recent_min_rtt: MinFilter::new(OVERFLOW_RISE_ROUNDS),
             last_lossy: None,
-            prev_lossy: None,
             floor_rtt: None,
             compete_end: None,
             met_competitor: false,
@@ -690,6 +688,7 @@ impl Model {
 
         // Noise or congestion?
         let mut congested = false;
+        let mut lossy_round = false;
         if let Some(loss) = loss {
             // More loss than noise explains: above the noise floor by a
             // margin and by three standard deviations of a binomial count,
@@ -698,11 +697,8 @@ impl Model {
             let n = total as f64;
             let p = self.noise.max(0.002);
             let expected = n * p + 3.0 * (n * p * (1.0 - p)).sqrt() + 1.0;
-            let lossy = loss > (self.noise * 2.0).max(self.noise + 0.01);
-            let excess = lossy && (self.r_lost as f64) > expected;
-            if lossy {
-                self.prev_lossy = self.last_lossy.replace(self.round);
-            }
+            lossy_round = loss > (self.noise * 2.0).max(self.noise + 0.01);
+            let excess = lossy_round && (self.r_lost as f64) > expected;
             // In a queue someone else keeps full (a loss-based TCP), its
             // losses are not a sign that we send too fast: BBR ignores them
             // there too, and cutting on them starved us against CUBIC.
@@ -787,7 +783,10 @@ impl Model {
             "rate control round"
         );
         if let Some(r) = self.r_min_rtt {
-            self.recent_queue.update(self.round, r.as_secs_f64());
+            self.recent_min_rtt.update(self.round, r.as_secs_f64());
+        }
+        if lossy_round {
+            self.last_lossy = Some(self.round);
         }
         self.r_arrived = 0;
         self.r_lost = 0;
@@ -1251,7 +1250,7 @@ impl Model {
         // competition: Jain 0.55, simulator).
         // Measured from the smallest round trip ever seen: PROBE_RTT in a
         // queue that does not drain takes the base up into it (R23).
-        let before = self.recent_queue.get(self.round.saturating_sub(1));
+        let before = self.recent_min_rtt.get(self.round.saturating_sub(1));
         let slow_rise = match (before, self.r_min_rtt, self.floor_rtt) {
             (Some(b), Some(now), Some(floor)) => {
                 let floor = floor.as_secs_f64();
@@ -1260,7 +1259,7 @@ impl Model {
             _ => false,
         };
         let first = self
-            .prev_lossy
+            .last_lossy
             .is_none_or(|r| r + OVERFLOW_CALM_ROUNDS <= self.round);
         own <= 2.0 * self.fast_alpha()
             && self.bottleneck() < CALM_SHARE * calm
@@ -2086,9 +2085,9 @@ mod tests {
         m.r_rtt_sum = 10.0 * rtt.as_secs_f64();
         m.r_rtt_n = 10;
         m.r_min_rtt = Some(rtt);
-        m.recent_queue = MinFilter::new(OVERFLOW_RISE_ROUNDS);
+        m.recent_min_rtt = MinFilter::new(OVERFLOW_RISE_ROUNDS);
         for r in m.round - 4..m.round {
-            m.recent_queue.update(r, 0.079);
+            m.recent_min_rtt.update(r, 0.079);
         }
         m
     }
@@ -2101,9 +2100,9 @@ mod tests {
         let m = at_the_brim();
         assert!(m.overflow_not_ours(), "{m:?}");
         let mut sudden = at_the_brim();
-        sudden.recent_queue = MinFilter::new(OVERFLOW_RISE_ROUNDS);
+        sudden.recent_min_rtt = MinFilter::new(OVERFLOW_RISE_ROUNDS);
         for r in sudden.round - 4..sudden.round {
-            sudden.recent_queue.update(r, 0.055);
+            sudden.recent_min_rtt.update(r, 0.055);
         }
         assert!(!sudden.overflow_not_ours());
         let mut fair_share = at_the_brim();
@@ -2112,7 +2111,7 @@ mod tests {
         fair_share.r_rtt_sum = 10.0 * 0.0515;
         assert!(!fair_share.overflow_not_ours());
         let mut lossy = at_the_brim();
-        lossy.prev_lossy = Some(lossy.round - 3);
+        lossy.last_lossy = Some(lossy.round - 3);
         assert!(!lossy.overflow_not_ours());
         let mut ours = at_the_brim();
         ours.fast_w = ours.fast_w.map(|w| 3.0 * w);

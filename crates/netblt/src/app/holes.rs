@@ -13,23 +13,35 @@ use std::os::unix::fs::FileExt;
 /// systems' block): a hole is made of whole blocks only.
 const BLOCK: u64 = 4096;
 
-/// Writes `bytes` at `*pos` and moves `*pos` past them, cut at block
-/// boundaries; a piece that is all zeros is not written. Callers write a
-/// file only forward from a point where it ends (new, or just truncated
+/// Writes `bytes` at `*pos` and moves `*pos` past them; a block-aligned
+/// piece that is all zeros is not written, and the pieces between such
+/// pieces go in one write each (one per call when there are none: the
+/// receiver's write path, which wrote each call whole before). Callers write
+/// a file only forward from a point where it ends (new, or just truncated
 /// there), so what is never written reads back as zeros, whether the file
 /// system makes a hole of it (a whole block) or zero-fills the rest of a
 /// block that holds data. The file's length must then be set to `*pos` when
 /// it is complete ([`set_length`]): a hole at the end is made by no write.
-pub(crate) fn write_forward(file: &File, pos: &mut u64, mut bytes: &[u8]) -> std::io::Result<()> {
-    while !bytes.is_empty() {
-        let to_boundary = (BLOCK - *pos % BLOCK) as usize;
-        let (piece, rest) = bytes.split_at(to_boundary.min(bytes.len()));
-        if piece.iter().any(|&b| b != 0) {
-            file.write_all_at(piece, *pos)?;
+pub(crate) fn write_forward(file: &File, pos: &mut u64, bytes: &[u8]) -> std::io::Result<()> {
+    let start = *pos;
+    // The bytes not yet written, from `run` up to the piece being judged.
+    let mut run = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        let to_boundary = (BLOCK - (start + at as u64) % BLOCK) as usize;
+        let end = (at + to_boundary).min(bytes.len());
+        if bytes[at..end].iter().all(|&b| b == 0) {
+            if run < at {
+                file.write_all_at(&bytes[run..at], start + run as u64)?;
+            }
+            run = end;
         }
-        *pos += piece.len() as u64;
-        bytes = rest;
+        at = end;
     }
+    if run < bytes.len() {
+        file.write_all_at(&bytes[run..], start + run as u64)?;
+    }
+    *pos = start + bytes.len() as u64;
     Ok(())
 }
 
