@@ -188,21 +188,23 @@ pub fn write(path: &Path, bytes: &[u8]) {
     std::fs::write(path, bytes).expect("write");
 }
 
-/// Files under `dir` whose names contain ".part" or "netblt-" (left-over
-/// partial files and journals).
+/// Files and directories under `dir` whose names contain "netblt-"
+/// (left-over partial files, journals and staged bundle directories).
 pub fn temp_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();
+            let temp = p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().contains("netblt-"));
+            if temp {
+                // A staged directory (decision M11) is temporary too.
+                out.push(p.clone());
+            }
             if p.is_dir() {
                 stack.push(p);
-            } else if p
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().contains("netblt-"))
-            {
-                out.push(p);
             }
         }
     }

@@ -59,21 +59,34 @@ pub(crate) struct HoleWriter {
     file: File,
     /// Bytes of the stream so far (the file's length once finished).
     pos: u64,
+    /// The stream's last byte so far was zero (maybe not written).
+    zero_end: bool,
 }
 
 impl HoleWriter {
     pub(crate) fn new(file: File) -> Self {
-        HoleWriter { file, pos: 0 }
+        HoleWriter {
+            file,
+            pos: 0,
+            zero_end: false,
+        }
     }
 
     /// The next bytes of the file ([`write_forward`]).
     pub(crate) fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if let Some(&b) = bytes.last() {
+            self.zero_end = b == 0;
+        }
         write_forward(&self.file, &mut self.pos, bytes)
     }
 
     /// The file, its length set to the bytes written.
     pub(crate) fn finish(self) -> std::io::Result<File> {
-        set_length(&self.file, self.pos)?;
+        // A stream that ends in a non-zero byte ended with a write there:
+        // the file has its length (no `fstat` per file of a bundle).
+        if self.zero_end {
+            set_length(&self.file, self.pos)?;
+        }
         Ok(self.file)
     }
 }

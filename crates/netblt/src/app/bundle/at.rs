@@ -126,11 +126,23 @@ impl Dir {
     /// off, an existing `to` is never replaced (`RENAME_NOREPLACE`, or
     /// link + unlink where the file system lacks it).
     pub(crate) fn rename(&self, from: &[u8], to: &[u8], replace: bool) -> io::Result<()> {
+        self.rename_into(from, self, to, replace)
+    }
+
+    /// Renames `from` in this directory to `to` in `dir` (the same file
+    /// system), with [`Dir::rename`]'s rule for an existing `to`.
+    pub(crate) fn rename_into(
+        &self,
+        from: &[u8],
+        dir: &Dir,
+        to: &[u8],
+        replace: bool,
+    ) -> io::Result<()> {
         let (a, b) = (cstr(from)?, cstr(to)?);
-        let fd = self.0.as_raw_fd();
+        let (fa, fb) = (self.0.as_raw_fd(), dir.0.as_raw_fd());
         let flags = if replace { 0 } else { libc::RENAME_NOREPLACE };
-        // SAFETY: our directory fd and two valid names.
-        let r = unsafe { libc::renameat2(fd, a.as_ptr(), fd, b.as_ptr(), flags) };
+        // SAFETY: our directory fds and two valid names.
+        let r = unsafe { libc::renameat2(fa, a.as_ptr(), fb, b.as_ptr(), flags) };
         if r == 0 {
             return Ok(());
         }
@@ -139,8 +151,16 @@ impl Dir {
             return Err(e);
         }
         // SAFETY: as above; linkat fails if `to` exists.
-        check(unsafe { libc::linkat(fd, a.as_ptr(), fd, b.as_ptr(), 0) })?;
+        check(unsafe { libc::linkat(fa, a.as_ptr(), fb, b.as_ptr(), 0) })?;
         self.unlink(from)
+    }
+
+    /// Removes the empty subdirectory `name`.
+    pub(crate) fn rmdir(&self, name: &[u8]) -> io::Result<()> {
+        let n = cstr(name)?;
+        // SAFETY: our directory fd and a valid name.
+        check(unsafe { libc::unlinkat(self.0.as_raw_fd(), n.as_ptr(), libc::AT_REMOVEDIR) })
+            .map(drop)
     }
 
     /// Removes the file `name`.
@@ -206,7 +226,16 @@ mod tests {
         assert!(s.rename(b"a", b"b", false).is_err());
         s.rename(b"a", b"c", false).unwrap();
         assert_eq!(s.find(b"c").unwrap(), Found::File);
-        s.unlink(b"c").unwrap();
+        // Into another directory, never over an existing name.
+        d.create_new(b"b").unwrap();
+        assert!(s.rename_into(b"b", &d, b"b", false).is_err());
+        s.rename_into(b"c", &d, b"c", false).unwrap();
+        assert_eq!(d.find(b"c").unwrap(), Found::File);
+        d.unlink(b"c").unwrap();
+        s.unlink(b"b").unwrap();
+        d.unlink(b"b").unwrap();
+        assert!(d.rmdir(b"sub").is_ok());
+        assert_eq!(d.find(b"sub").unwrap(), Found::Missing);
         assert!(d.name_max() >= 14);
     }
 }

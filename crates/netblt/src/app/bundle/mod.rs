@@ -15,11 +15,14 @@
 //!   `..`, links and devices in the stream are refused (per entry), and a
 //!   link already in the destination is never followed.
 //! * No file appears under its final name before the whole stream's digest
-//!   has been checked: files are written to `.<name>.<tag>.netblt-bundle`,
-//!   the file system is flushed once (`syncfs`), then all are renamed into
-//!   place (never over an existing file without `--force`), then the
-//!   directories get their modes and times, then a second flush. There is
-//!   no `fsync` per file (decision M3).
+//!   has been checked: a directory the stream makes is made as
+//!   `.<name>.<tag>.netblt-bundle` and filled under its own names inside;
+//!   a file going into a directory that already existed is written to
+//!   `.<name>.<tag>.netblt-bundle` there. Then the file system is flushed
+//!   once (`syncfs`), each new tree lands with one rename and each other
+//!   file with its own (never over an existing file without `--force`),
+//!   the directories get their modes and times, and a second flush
+//!   follows. There is no `fsync` per file (decisions M3, M11).
 //! * Each file keeps its modification time (with nanoseconds) and
 //!   permission bits, like `rsync -t -p`; directories too.
 //! * A file that cannot be stored (a name too long, permission denied, a
@@ -29,8 +32,9 @@
 //!   read-only file system ends the whole transfer.
 //!
 //! What a crash of the receiver leaves: temporary `.*.netblt-bundle` files
-//! (never a file under its final name with the wrong bytes) and the
-//! directories made so far. A bundle cannot be resumed.
+//! and directories (never a file under its final name with the wrong bytes)
+//! and the directories made inside directories that existed. A failed
+//! transfer removes both. A bundle cannot be resumed.
 
 pub(crate) mod at;
 pub(crate) mod format;

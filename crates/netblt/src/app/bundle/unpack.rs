@@ -8,15 +8,22 @@
 //! * Directories are opened one component at a time from the receiver's
 //!   directory with `O_NOFOLLOW` ([`super::at`]), made when missing; the
 //!   last one opened is kept, since the stream comes in tree order.
-//! * A file is written to a new `.<name>.<tag>.netblt-bundle` in its
-//!   directory (`O_CREAT | O_EXCL | O_NOFOLLOW`; `tag` is random per
-//!   transfer, so two transfers never share one), gets its mode and time
-//!   when its bytes are complete, and waits for [`Unpacker::commit`]. Whole
-//!   blocks of zeros are left as holes ([`crate::app::holes`], decision M10).
+//! * A directory the stream needs that does not exist is made under a
+//!   temporary name, `.<name>.<tag>.netblt-bundle`, in its parent (a
+//!   *staged* tree; `tag` is random per transfer, so two transfers never
+//!   share one); everything below it is made and written under its own
+//!   name, and the whole tree lands with one rename at
+//!   [`Unpacker::commit`] (decision M11).
+//! * A file in a directory that already existed is written to a new
+//!   `.<name>.<tag>.netblt-bundle` there, and renamed into place at the
+//!   commit. Files are created with `O_CREAT | O_EXCL | O_NOFOLLOW` and get
+//!   their mode and time when their bytes are complete. Whole blocks of
+//!   zeros are left as holes ([`crate::app::holes`], decision M10).
 //! * A failure of one entry (the name, permission denied, a file or a
 //!   directory in the way) is recorded and that entry's bytes dropped; a
 //!   full disk, a quota or a read-only file system fails the transfer.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -29,10 +36,33 @@ use crate::app::{hex, io_reason, AppError, Kind};
 /// A file written and waiting for the commit.
 struct Pending {
     parent: Vec<u8>,
+    /// Its name now: a temporary name, or its own inside a staged tree.
     tmp: Vec<u8>,
     name: Vec<u8>,
     shown: String,
     size: u64,
+    /// The staged tree it is in ([`Unpacker::staged`]).
+    staged: Option<usize>,
+}
+
+/// A directory made by this bundle under a temporary name (decision M11).
+struct Staged {
+    /// Its parent's path and its own name (the final ones).
+    parent: Vec<u8>,
+    name: Vec<u8>,
+    tmp: Vec<u8>,
+    /// The directories made inside it (final paths), in the order made.
+    made: Vec<Vec<u8>>,
+}
+
+/// What [`Unpacker::walk`] does with a directory that is missing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Make {
+    No,
+    /// Makes it (inside a staged tree, or when merging one).
+    Plain,
+    /// Makes it under a temporary name, unless inside a staged tree.
+    Stage,
 }
 
 /// The file being written.
@@ -56,6 +86,11 @@ pub(crate) struct Unpacker {
     /// An entry whose data are being dropped (it failed).
     dropping: bool,
     pending: Vec<Pending>,
+    /// Directories made under temporary names, and the ones of them not
+    /// yet renamed into place by final path (what [`Unpacker::walk`] reads
+    /// a path through).
+    staged: Vec<Staged>,
+    staged_at: HashMap<Vec<u8>, usize>,
     dirs: Vec<(Vec<u8>, u32, Mtime)>,
     report: FilesReport,
     fatal: Option<AppError>,
@@ -85,6 +120,14 @@ fn lossy(b: &[u8]) -> String {
 }
 
 /// Splits a checked name into its parent (joined) and last component.
+/// A path's parent and last component.
+fn split_path(p: &[u8]) -> (&[u8], &[u8]) {
+    match p.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&p[..i], &p[i + 1..]),
+        None => (&[], p),
+    }
+}
+
 fn split_last(parts: &[&[u8]]) -> (Vec<u8>, Vec<u8>) {
     let (last, dirs) = parts
         .split_last()
@@ -110,6 +153,8 @@ impl Unpacker {
             current: None,
             dropping: false,
             pending: Vec::new(),
+            staged: Vec::new(),
+            staged_at: HashMap::new(),
             dirs: Vec::new(),
             report: FilesReport::default(),
             fatal: None,
@@ -151,34 +196,117 @@ impl Unpacker {
         }
     }
 
-    /// Opens (making it with `create`) the directory `path` below the root.
+    /// Opens (making it with `create`, staged when new) the directory
+    /// `path` below the root.
     fn open_dir(&mut self, path: &[u8], create: bool) -> std::io::Result<&Dir> {
         let hit = matches!(&self.cache, Some((p, _)) if p == path);
         if !hit {
             self.cache = None;
-            let mut d = self.root.child(b".")?;
-            if !path.is_empty() {
-                for comp in path.split(|&b| b == b'/') {
-                    d = match d.child(comp) {
-                        Ok(c) => c,
-                        Err(e) if create && e.raw_os_error() == Some(libc::ENOENT) => {
-                            match d.mkdir(comp) {
-                                Ok(()) => {}
-                                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
-                                Err(e) => return Err(e),
-                            }
-                            d.child(comp)?
-                        }
-                        Err(e) => return Err(in_the_way(&d, comp, e)),
-                    };
-                }
-            }
+            let make = if create { Make::Stage } else { Make::No };
+            let d = self.walk(path, make, true)?;
             self.cache = Some((path.to_vec(), d));
         }
         match &self.cache {
             Some((_, d)) => Ok(d),
             None => Err(std::io::Error::other("no directory")),
         }
+    }
+
+    /// Opens the directory `path` (final names) one component at a time;
+    /// with `staged`, a staged tree's root is opened by its temporary name.
+    fn walk(&mut self, path: &[u8], make: Make, staged: bool) -> std::io::Result<Dir> {
+        let mut d = self.root.child(b".")?;
+        if path.is_empty() {
+            return Ok(d);
+        }
+        let mut inside = None;
+        let mut end = 0;
+        for comp in path.split(|&b| b == b'/') {
+            let start = end + usize::from(end > 0);
+            end = start + comp.len();
+            let prefix = &path[..end];
+            if let Some(&i) = self.staged_at.get(prefix).filter(|_| staged) {
+                d = d.child(&self.staged[i].tmp)?;
+                inside = Some(i);
+                continue;
+            }
+            d = match d.child(comp) {
+                Ok(c) => c,
+                Err(e) if make != Make::No && e.raw_os_error() == Some(libc::ENOENT) => {
+                    if make == Make::Stage && inside.is_none() {
+                        let tmp = self.tmp_name(comp);
+                        d.mkdir(&tmp)?;
+                        let i = self.staged.len();
+                        self.staged.push(Staged {
+                            parent: path[..start.saturating_sub(1)].to_vec(),
+                            name: comp.to_vec(),
+                            tmp: tmp.clone(),
+                            made: Vec::new(),
+                        });
+                        self.staged_at.insert(prefix.to_vec(), i);
+                        inside = Some(i);
+                        d.child(&tmp)?
+                    } else {
+                        match d.mkdir(comp) {
+                            Ok(()) => {
+                                if let Some(i) = inside {
+                                    self.staged[i].made.push(prefix.to_vec());
+                                }
+                            }
+                            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+                            Err(e) => return Err(e),
+                        }
+                        d.child(comp)?
+                    }
+                }
+                Err(e) => return Err(in_the_way(&d, comp, e)),
+            };
+        }
+        Ok(d)
+    }
+
+    /// The staged tree (not yet renamed into place) `path` is in.
+    fn staged_root(&self, path: &[u8]) -> Option<usize> {
+        if self.staged_at.is_empty() {
+            return None;
+        }
+        let mut end = 0;
+        for comp in path.split(|&b| b == b'/') {
+            end += usize::from(end > 0) + comp.len();
+            if let Some(&i) = self.staged_at.get(&path[..end]) {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Removes what is left of staged tree `i` (its directories, emptied
+    /// of files before), deepest first.
+    fn remove_staged(&mut self, i: usize) {
+        self.cache = None;
+        let made = std::mem::take(&mut self.staged[i].made);
+        for m in made.iter().rev() {
+            let (parent, last) = split_path(m);
+            if let Ok(d) = self.walk(parent, Make::No, true) {
+                let _ = d.rmdir(last);
+            }
+        }
+        let (parent, tmp) = (self.staged[i].parent.clone(), self.staged[i].tmp.clone());
+        if let Ok(d) = self.walk(&parent, Make::No, true) {
+            let _ = d.rmdir(&tmp);
+        }
+        self.unstage(i);
+    }
+
+    /// Paths through staged tree `i` no longer go by its temporary name.
+    fn unstage(&mut self, i: usize) {
+        let st = &self.staged[i];
+        let mut key = st.parent.clone();
+        if !key.is_empty() {
+            key.push(b'/');
+        }
+        key.extend_from_slice(&st.name);
+        self.staged_at.remove(&key);
     }
 
     /// A name's components, each checked against `NAME_MAX`.
@@ -224,14 +352,43 @@ impl Unpacker {
             self.abandon_files();
             return Err(AppError::io(&shown, &e));
         }
+        // A staged tree lands whole, with one rename (M11). One that cannot
+        // (the name was taken meanwhile: another transfer, `--parallel`'s
+        // other bundles) is merged into what is there file by file below.
+        let mut landed = vec![false; self.staged.len()];
+        for (i, l) in landed.iter_mut().enumerate() {
+            let (parent, tmp, name) = {
+                let st = &self.staged[i];
+                (st.parent.clone(), st.tmp.clone(), st.name.clone())
+            };
+            self.cache = None;
+            *l = self
+                .walk(&parent, Make::No, true)
+                .and_then(|d| d.rename(&tmp, &name, false))
+                .is_ok();
+            if *l {
+                self.unstage(i);
+            }
+        }
+        self.cache = None;
         let pending = std::mem::take(&mut self.pending);
         let force = self.force;
         for p in &pending {
-            let r = self.open_dir(&p.parent, false).and_then(|d| {
-                d.rename(&p.tmp, &p.name, force).inspect_err(|_| {
-                    let _ = d.unlink(&p.tmp);
-                })
-            });
+            let r = match p.staged {
+                Some(i) if landed[i] => Ok(()),
+                Some(_) => self.walk(&p.parent, Make::No, true).and_then(|from| {
+                    let to = self.walk(&p.parent, Make::Plain, false)?;
+                    from.rename_into(&p.tmp, &to, &p.name, force)
+                        .inspect_err(|_| {
+                            let _ = from.unlink(&p.tmp);
+                        })
+                }),
+                None => self.open_dir(&p.parent, false).and_then(|d| {
+                    d.rename(&p.tmp, &p.name, force).inspect_err(|_| {
+                        let _ = d.unlink(&p.tmp);
+                    })
+                }),
+            };
             if let Err(e) = r {
                 let reason = match e.raw_os_error() {
                     Some(libc::EEXIST) => "file exists (use --force on the receiver)".into(),
@@ -245,6 +402,10 @@ impl Unpacker {
                 self.fail(p.shown.clone(), reason);
             }
         }
+        for (i, _) in landed.iter().enumerate().filter(|(_, &l)| !l) {
+            self.remove_staged(i);
+        }
+        self.cache = None;
         // Deepest first: a parent's time is set after its children changed
         // it, and a read-only directory gets its mode after its contents.
         let mut dirs = std::mem::take(&mut self.dirs);
@@ -280,6 +441,11 @@ impl Unpacker {
             if let Ok(d) = self.open_dir(&p.parent, false) {
                 let _ = d.unlink(&p.tmp);
             }
+        }
+        // Then the staged trees, emptied of their files (M11): a failed
+        // bundle leaves no directory it made under a temporary name.
+        for i in 0..self.staged.len() {
+            self.remove_staged(i);
         }
     }
 }
@@ -334,9 +500,26 @@ impl Visitor for Unpacker {
             Ok(parts) => split_last(&parts),
             Err(why) => return self.fail(shown, why),
         };
-        let tmp = self.tmp_name(&name);
+        if let Err(e) = self.open_dir(&parent, true) {
+            return self.fail_io(shown, &e);
+        }
+        // In a staged tree nothing else is there: the file is written
+        // under its own name, and lands with the tree (M11).
+        let staged = self.staged_root(&parent);
+        let tmp = match staged {
+            Some(_) => name.clone(),
+            None => self.tmp_name(&name),
+        };
         let force = self.force;
-        let opened = self.open_dir(&parent, true).and_then(|d| {
+        let opened = self.open_dir(&parent, false).and_then(|d| {
+            if staged.is_some() {
+                // Only the stream itself can have put something there.
+                return d.create_new(&tmp).map_err(|e| match d.find(&name) {
+                    Ok(Found::Dir) => std::io::Error::other("a directory is in the way"),
+                    Ok(Found::File) => std::io::Error::other("named twice in the stream"),
+                    _ => e,
+                });
+            }
             // Refuse early what the rename would refuse: no bytes are
             // written for a file that cannot land.
             match d.find(&name)? {
@@ -363,6 +546,7 @@ impl Visitor for Unpacker {
                 name,
                 shown,
                 size: meta.size,
+                staged,
             },
         });
     }
@@ -557,6 +741,112 @@ mod tests {
         // With --force, the planted link itself was replaced by the file.
         assert_eq!(std::fs::read(dst.join("planted_file")).unwrap(), b"data");
         assert!(!outside.join("f").exists());
+    }
+
+    /// Names in `dir` and below, sorted (directories end with '/').
+    fn tree(dir: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![(dir.to_path_buf(), String::new())];
+        while let Some((d, prefix)) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let e = e.unwrap();
+                let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+                if e.file_type().unwrap().is_dir() {
+                    out.push(format!("{name}/"));
+                    stack.push((e.path(), format!("{name}/")));
+                } else {
+                    out.push(name);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// M11: a directory the stream makes is built under one temporary name,
+    /// its files under their own names inside it, and lands whole.
+    #[test]
+    fn a_new_tree_is_built_under_one_temporary_name_and_lands_whole() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Vec::new();
+        entry(&mut s, b"top", EntryKind::Dir, b"", 0o750);
+        entry(&mut s, b"top/a", EntryKind::File, b"alpha", 0o640);
+        entry(&mut s, b"top/sub/deep/b", EntryKind::File, b"beta", 0o600);
+        entry(&mut s, b"top/a", EntryKind::File, b"again", 0o600);
+        entry(&mut s, b"loose", EntryKind::File, b"root file", 0o644);
+        s.extend_from_slice(&END);
+        let mut u = Unpacker::new(t.path(), false).unwrap();
+        u.push(&s).unwrap();
+        let before = tree(t.path());
+        assert_eq!(before.len(), 6, "{before:?}");
+        assert!(before.iter().all(|n| n.starts_with('.')), "{before:?}");
+        assert!(before
+            .iter()
+            .any(|n| n.ends_with("netblt-bundle/sub/deep/b")));
+        let r = u.commit().unwrap();
+        assert_eq!(
+            tree(t.path()),
+            [
+                "loose",
+                "top/",
+                "top/a",
+                "top/sub/",
+                "top/sub/deep/",
+                "top/sub/deep/b"
+            ]
+        );
+        assert_eq!(std::fs::read(t.path().join("top/a")).unwrap(), b"alpha");
+        assert_eq!(
+            std::fs::read(t.path().join("top/sub/deep/b")).unwrap(),
+            b"beta"
+        );
+        let m = std::fs::metadata(t.path().join("top")).unwrap();
+        assert_eq!(m.permissions().mode() & 0o7777, 0o750);
+        let want = UNIX_EPOCH + Duration::new(1_000_000_000, 123_456_789);
+        assert_eq!(m.modified().unwrap(), want);
+        assert_eq!((r.files, r.dirs, r.bytes), (3, 1, 18));
+        let reasons: Vec<_> = r.failed.iter().map(|f| f.reason.as_str()).collect();
+        assert_eq!(reasons, ["named twice in the stream"]);
+    }
+
+    /// M11: a tree whose name was taken while it arrived is merged into
+    /// what is there, file by file, by the rules of a directory that
+    /// existed; nothing temporary is left.
+    #[test]
+    fn a_tree_whose_name_was_taken_meanwhile_is_merged_file_by_file() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Vec::new();
+        entry(&mut s, b"top/a", EntryKind::File, b"alpha", 0o644);
+        entry(&mut s, b"top/sub/b", EntryKind::File, b"beta", 0o644);
+        s.extend_from_slice(&END);
+        let mut u = Unpacker::new(t.path(), false).unwrap();
+        u.push(&s).unwrap();
+        // Someone else makes top/ with an `a` of its own.
+        std::fs::create_dir(t.path().join("top")).unwrap();
+        std::fs::write(t.path().join("top/a"), b"theirs").unwrap();
+        let r = u.commit().unwrap();
+        assert_eq!(tree(t.path()), ["top/", "top/a", "top/sub/", "top/sub/b"]);
+        assert_eq!(std::fs::read(t.path().join("top/a")).unwrap(), b"theirs");
+        assert_eq!(std::fs::read(t.path().join("top/sub/b")).unwrap(), b"beta");
+        assert_eq!((r.files, r.bytes), (1, 4));
+        let reasons: Vec<_> = r.failed.iter().map(|f| f.reason.as_str()).collect();
+        assert_eq!(reasons, ["file exists (use --force on the receiver)"]);
+    }
+
+    /// M11: a failed bundle removes the trees it staged, files and all.
+    #[test]
+    fn an_abandoned_bundle_removes_the_trees_it_staged() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("kept")).unwrap();
+        let mut s = Vec::new();
+        entry(&mut s, b"kept/new/x", EntryKind::File, b"x", 0o644);
+        entry(&mut s, b"top/sub/y", EntryKind::File, &[7; 3000], 0o644);
+        let mut u = Unpacker::new(t.path(), false).unwrap();
+        // Cut inside the second file.
+        u.push(&s[..s.len() - 1000]).unwrap();
+        assert_eq!(tree(t.path()).len(), 6, "{:?}", tree(t.path()));
+        u.abandon();
+        assert_eq!(tree(t.path()), ["kept/"]);
     }
 
     #[test]
