@@ -300,13 +300,19 @@ impl Unpacker {
 
     /// Paths through staged tree `i` no longer go by its temporary name.
     fn unstage(&mut self, i: usize) {
-        let st = &self.staged[i];
-        let mut key = st.parent.clone();
-        if !key.is_empty() {
-            key.push(b'/');
-        }
-        key.extend_from_slice(&st.name);
+        let key = self.staged_path(i);
         self.staged_at.remove(&key);
+    }
+
+    /// Staged tree `i`'s final path.
+    fn staged_path(&self, i: usize) -> Vec<u8> {
+        let st = &self.staged[i];
+        let mut p = st.parent.clone();
+        if !p.is_empty() {
+            p.push(b'/');
+        }
+        p.extend_from_slice(&st.name);
+        p
     }
 
     /// A name's components, each checked against `NAME_MAX`.
@@ -371,14 +377,27 @@ impl Unpacker {
             }
         }
         self.cache = None;
+        // A tree merged file by file: its directories first, so that the
+        // empty ones arrive too (their modes and times are set below).
+        for (i, _) in landed.iter().enumerate().filter(|(_, &l)| !l) {
+            let root = self.staged_path(i);
+            let made = self.staged[i].made.clone();
+            for path in std::iter::once(&root).chain(&made) {
+                if let Err(e) = self.walk(path, Make::Plain, false) {
+                    self.fail(lossy(path), io_reason(&e));
+                }
+            }
+        }
         let pending = std::mem::take(&mut self.pending);
         let force = self.force;
         for p in &pending {
             let r = match p.staged {
                 Some(i) if landed[i] => Ok(()),
                 Some(_) => self.walk(&p.parent, Make::No, true).and_then(|from| {
-                    let to = self.walk(&p.parent, Make::Plain, false)?;
-                    from.rename_into(&p.tmp, &to, &p.name, force)
+                    // Whatever fails here, the staged copy goes (so that
+                    // the staged tree can be removed).
+                    self.walk(&p.parent, Make::Plain, false)
+                        .and_then(|to| from.rename_into(&p.tmp, &to, &p.name, force))
                         .inspect_err(|_| {
                             let _ = from.unlink(&p.tmp);
                         })
@@ -818,6 +837,7 @@ mod tests {
         let mut s = Vec::new();
         entry(&mut s, b"top/a", EntryKind::File, b"alpha", 0o644);
         entry(&mut s, b"top/sub/b", EntryKind::File, b"beta", 0o644);
+        entry(&mut s, b"top/empty", EntryKind::Dir, b"", 0o700);
         s.extend_from_slice(&END);
         let mut u = Unpacker::new(t.path(), false).unwrap();
         u.push(&s).unwrap();
@@ -825,12 +845,38 @@ mod tests {
         std::fs::create_dir(t.path().join("top")).unwrap();
         std::fs::write(t.path().join("top/a"), b"theirs").unwrap();
         let r = u.commit().unwrap();
-        assert_eq!(tree(t.path()), ["top/", "top/a", "top/sub/", "top/sub/b"]);
+        assert_eq!(
+            tree(t.path()),
+            ["top/", "top/a", "top/empty/", "top/sub/", "top/sub/b"]
+        );
+        let m = std::fs::metadata(t.path().join("top/empty")).unwrap();
+        assert_eq!(m.permissions().mode() & 0o7777, 0o700);
         assert_eq!(std::fs::read(t.path().join("top/a")).unwrap(), b"theirs");
         assert_eq!(std::fs::read(t.path().join("top/sub/b")).unwrap(), b"beta");
         assert_eq!((r.files, r.bytes), (1, 4));
         let reasons: Vec<_> = r.failed.iter().map(|f| f.reason.as_str()).collect();
         assert_eq!(reasons, ["file exists (use --force on the receiver)"]);
+    }
+
+    /// M11: a file put where a staged tree was to land: the tree's files
+    /// are refused, and nothing temporary is left.
+    #[test]
+    fn a_file_in_the_way_of_a_staged_tree_refuses_its_files() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Vec::new();
+        entry(&mut s, b"top/sub/b", EntryKind::File, b"beta", 0o644);
+        s.extend_from_slice(&END);
+        let mut u = Unpacker::new(t.path(), false).unwrap();
+        u.push(&s).unwrap();
+        std::fs::write(t.path().join("top"), b"a file").unwrap();
+        let r = u.commit().unwrap();
+        assert_eq!(tree(t.path()), ["top"]);
+        assert_eq!(r.files, 0);
+        assert!(
+            r.failed.iter().all(|f| f.reason.contains("in the way")),
+            "{:?}",
+            r.failed
+        );
     }
 
     /// M11: a failed bundle removes the trees it staged, files and all.
