@@ -444,8 +444,8 @@ impl Unpacker {
         Ok(std::mem::take(&mut self.report))
     }
 
-    /// The transfer failed: remove every temporary file (directories made
-    /// stay).
+    /// The transfer failed: remove every temporary file and staged tree
+    /// (directories made inside directories that existed stay).
     pub(crate) fn abandon(mut self) {
         self.abandon_files();
     }
