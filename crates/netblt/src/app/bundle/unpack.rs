@@ -782,20 +782,34 @@ mod tests {
         out
     }
 
+    /// An unpacker below `dir` fed a whole stream of `entries` (name,
+    /// kind, data, mode).
+    fn fed(dir: &Path, entries: &[(&[u8], EntryKind, &[u8], u32)]) -> Unpacker {
+        let mut s = Vec::new();
+        for (name, kind, data, mode) in entries {
+            entry(&mut s, name, *kind, data, *mode);
+        }
+        s.extend_from_slice(&END);
+        let mut u = Unpacker::new(dir, false).unwrap();
+        u.push(&s).unwrap();
+        u
+    }
+
     /// M11: a directory the stream makes is built under one temporary name,
     /// its files under their own names inside it, and lands whole.
     #[test]
     fn a_new_tree_is_built_under_one_temporary_name_and_lands_whole() {
         let t = tempfile::tempdir().unwrap();
-        let mut s = Vec::new();
-        entry(&mut s, b"top", EntryKind::Dir, b"", 0o750);
-        entry(&mut s, b"top/a", EntryKind::File, b"alpha", 0o640);
-        entry(&mut s, b"top/sub/deep/b", EntryKind::File, b"beta", 0o600);
-        entry(&mut s, b"top/a", EntryKind::File, b"again", 0o600);
-        entry(&mut s, b"loose", EntryKind::File, b"root file", 0o644);
-        s.extend_from_slice(&END);
-        let mut u = Unpacker::new(t.path(), false).unwrap();
-        u.push(&s).unwrap();
+        let u = fed(
+            t.path(),
+            &[
+                (b"top", EntryKind::Dir, b"", 0o750),
+                (b"top/a", EntryKind::File, b"alpha", 0o640),
+                (b"top/sub/deep/b", EntryKind::File, b"beta", 0o600),
+                (b"top/a", EntryKind::File, b"again", 0o600),
+                (b"loose", EntryKind::File, b"root file", 0o644),
+            ],
+        );
         let before = tree(t.path());
         assert_eq!(before.len(), 6, "{before:?}");
         assert!(before.iter().all(|n| n.starts_with('.')), "{before:?}");
@@ -834,13 +848,14 @@ mod tests {
     #[test]
     fn a_tree_whose_name_was_taken_meanwhile_is_merged_file_by_file() {
         let t = tempfile::tempdir().unwrap();
-        let mut s = Vec::new();
-        entry(&mut s, b"top/a", EntryKind::File, b"alpha", 0o644);
-        entry(&mut s, b"top/sub/b", EntryKind::File, b"beta", 0o644);
-        entry(&mut s, b"top/empty", EntryKind::Dir, b"", 0o700);
-        s.extend_from_slice(&END);
-        let mut u = Unpacker::new(t.path(), false).unwrap();
-        u.push(&s).unwrap();
+        let u = fed(
+            t.path(),
+            &[
+                (b"top/a", EntryKind::File, b"alpha", 0o644),
+                (b"top/sub/b", EntryKind::File, b"beta", 0o644),
+                (b"top/empty", EntryKind::Dir, b"", 0o700),
+            ],
+        );
         // Someone else makes top/ with an `a` of its own.
         std::fs::create_dir(t.path().join("top")).unwrap();
         std::fs::write(t.path().join("top/a"), b"theirs").unwrap();
@@ -863,11 +878,7 @@ mod tests {
     #[test]
     fn a_file_in_the_way_of_a_staged_tree_refuses_its_files() {
         let t = tempfile::tempdir().unwrap();
-        let mut s = Vec::new();
-        entry(&mut s, b"top/sub/b", EntryKind::File, b"beta", 0o644);
-        s.extend_from_slice(&END);
-        let mut u = Unpacker::new(t.path(), false).unwrap();
-        u.push(&s).unwrap();
+        let u = fed(t.path(), &[(b"top/sub/b", EntryKind::File, b"beta", 0o644)]);
         std::fs::write(t.path().join("top"), b"a file").unwrap();
         let r = u.commit().unwrap();
         assert_eq!(tree(t.path()), ["top"]);
