@@ -883,8 +883,10 @@ mod tests {
         let r = u.commit().unwrap();
         assert_eq!(tree(t.path()), ["top"]);
         assert_eq!(r.files, 0);
+        // The file itself is listed, and every failure says why.
         assert!(
-            r.failed.iter().all(|f| f.reason.contains("in the way")),
+            r.failed.iter().any(|f| f.name == "top/sub/b")
+                && r.failed.iter().all(|f| f.reason.contains("in the way")),
             "{:?}",
             r.failed
         );
