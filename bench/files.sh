@@ -98,6 +98,11 @@ print(int(m.group(1))*{'GiB':1<<30,'MiB':1<<20,'G':10**9,'M':10**6,None:1}[m.gro
 row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$ROWS"; }
 # A JSON report's field ($2, a python expression on d) from file $1.
 jf() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+# What a netblt run's report says of its losses and limit (kept in the
+# JSON rows' "extra", to tell a slow run's cause from the machine's).
+diag() {
+    jf "$1" "'rxm=%s lost=%s limit=%s' % (d.get('retransmitted'), d.get('lost'), (d.get('limit') or {}).get('limit'))" 2>/dev/null || echo -
+}
 LOADS=$W/loads.tsv
 : >"$LOADS"
 mark_load() { printf '%s\t%s\n' "$1" "$(load)" >>"$LOADS"; echo "   load average ($1): $(load)" >&2; }
@@ -221,7 +226,7 @@ PY
                 row many "netblt $sec $pol" "$rep" "$(echo "$T1 - $T0" | bc -l)" \
                     "$(jf "$W/send.json" "d['cpu_user_s']+d['cpu_sys_s']" 2>/dev/null || echo nan)" \
                     "$(jf "$W/recv.json" "d['cpu_user_s']+d['cpu_sys_s']" 2>/dev/null || echo nan)" \
-                    "$TOTAL" "$r" "-"
+                    "$TOTAL" "$r" "$(diag "$W/send.json")"
             done
         done
         # Four bundles at once (--parallel 4), encrypted, default policy.

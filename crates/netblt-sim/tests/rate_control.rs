@@ -101,9 +101,20 @@ fn run_lossy_return(
     reverse: LossModel,
     flows: Vec<FlowSpec>,
 ) -> DumbbellReport {
+    run_seeded(7, duration_s, b, reverse, flows)
+}
+
+/// As `run_lossy_return`, with the scenario's seed given.
+fn run_seeded(
+    seed: u64,
+    duration_s: f64,
+    b: BottleneckSpec,
+    reverse: LossModel,
+    flows: Vec<FlowSpec>,
+) -> DumbbellReport {
     let s = Scenario {
         name: "rate control".into(),
-        seed: 7,
+        seed,
         duration_s,
         sample_interval_ms: 100.0,
         bottleneck: b,
@@ -217,6 +228,30 @@ fn five_percent_loss_at_a_hundred_ms_keeps_the_link_busy() {
 fn at_three_hundred_ms_the_drains_leave_the_link_busy() {
     let share = share_alone_at_five_percent(300.0, 25.0, 5.0);
     assert!(share > 0.972, "{share:.4} of the path");
+}
+
+/// 300 ms alone at 100 Mb/s, no loss: once STARTUP's queue has drained,
+/// FAST keeps the link busy. The round after the settling one still echoed
+/// packets the overshoot had queued, and its mean round trip (382 ms with
+/// the queue gone) cut the pacing to 68 of 96 Mb/s: the link carried
+/// 0.59-0.71 of its rate from 2.1 to 2.4 s, after every start-up, and 0.81
+/// over 1.8-2.8 s (decision R64). Each quarter second from 1.8 to 2.8 s now
+/// carries 0.9 of the path or more.
+#[test]
+fn after_start_up_at_300_ms_the_link_stays_busy() {
+    const RATE: u64 = 100_000_000;
+    let mut b = bottleneck((RATE as f64 / 8.0 * 0.3) as usize, 0.0);
+    b.rate_bps = Some(RATE);
+    let r = run(3.0, b, vec![netblt("fair", PolicySpec::Fair, 300.0, 0.0)]);
+    let path = RATE as f64 * PAYLOAD;
+    let quarters: Vec<f64> = (0..4)
+        .map(|i| {
+            let from = 1.8 + 0.25 * f64::from(i);
+            goodput(&r, 0, from, from + 0.25) / path
+        })
+        .collect();
+    println!("share of the path per quarter second from 1.8 s: {quarters:.2?}");
+    assert!(quarters.iter().all(|&s| s >= 0.9), "{quarters:?}");
 }
 
 /// One `fair` flow alone at `rtt_ms` with 5 % loss and a queue of one
@@ -596,26 +631,41 @@ fn it_shares_with_cubic() {
 /// At 100 Mb/s, as the benchmark: at 20 Mb/s the simulated CUBIC's queue
 /// overflows once in 20 s and FAST's squeeze leaves it 0.49 of CUBIC's rate
 /// with or without R63 (decision R63: still weak there).
+/// Whether R63 acts depends on where CUBIC's overflows find us: one that
+/// comes while we are in STARTUP (a refill) counts as congestion, and
+/// CUBIC's next is seconds away. Over seeds 1-9 the ratio is 0.11-2.4
+/// (decision R64), so the test asks it of the median of nine seeds; before
+/// R63 every seed gave about 0.26.
 #[test]
 fn netblt_first_keeps_a_share_when_cubic_arrives() {
-    let mut b = bottleneck(625_000, 0.0);
-    b.rate_bps = Some(100_000_000);
-    let r = run(
-        35.0,
-        b,
-        vec![
-            netblt("fair", PolicySpec::Fair, 50.0, 0.0),
-            cubic(50.0, 5.0),
-        ],
-    );
-    let (n, t) = (goodput(&r, 0, 15.0, 35.0), goodput(&r, 1, 15.0, 35.0));
-    println!(
-        "netblt {:.2} Mb/s, cubic {:.2} Mb/s, ratio {:.2}",
-        n / 1e6,
-        t / 1e6,
-        n / t
-    );
-    assert!(n > 0.5 * t && t > 0.5 * n, "netblt {n}, cubic {t}");
+    let mut ratios: Vec<f64> = (1..=9)
+        .map(|seed| {
+            let mut b = bottleneck(625_000, 0.0);
+            b.rate_bps = Some(100_000_000);
+            let r = run_seeded(
+                seed,
+                35.0,
+                b,
+                LossModel::None,
+                vec![
+                    netblt("fair", PolicySpec::Fair, 50.0, 0.0),
+                    cubic(50.0, 5.0),
+                ],
+            );
+            let (n, t) = (goodput(&r, 0, 15.0, 35.0), goodput(&r, 1, 15.0, 35.0));
+            println!(
+                "seed {seed}: netblt {:.2} Mb/s, cubic {:.2} Mb/s, ratio {:.2}",
+                n / 1e6,
+                t / 1e6,
+                n / t
+            );
+            n / t
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    println!("ratios {ratios:.2?}, median {median:.2}");
+    assert!(median > 0.5 && median < 2.0, "median {median}: {ratios:?}");
 }
 
 /// Two NETBLT flows, the second starting later: they converge.

@@ -185,6 +185,9 @@ pub struct Model {
     /// Sum and count of this round's round-trip samples (seconds).
     r_rtt_sum: f64,
     r_rtt_n: u32,
+    /// As `r_rtt_sum` and `r_rtt_n`, for packets sent since `fast_from`.
+    r_fresh_sum: f64,
+    r_fresh_n: u32,
     r_max_delivery: f64,
     // STARTUP's plateau detector.
     full_bw: f64,
@@ -273,6 +276,9 @@ pub struct Model {
     /// FAST's first round after entering CRUISE is not judged: its round
     /// trips straddle the drain before it.
     fast_settle: bool,
+    /// R64: when FAST's period began (CRUISE entered with a new window).
+    /// The round means FAST reads count only packets sent from then on.
+    fast_from: Option<Instant>,
     /// R50: STARTUP was entered again from FAST's growth.
     restarted: bool,
     /// R56: the first flight is a measuring train, and nothing more is sent
@@ -337,6 +343,8 @@ impl Model {
             r_min_rtt: None,
             r_rtt_sum: 0.0,
             r_rtt_n: 0,
+            r_fresh_sum: 0.0,
+            r_fresh_n: 0,
             r_max_delivery: 0.0,
             full_bw: 0.0,
             full_bw_rounds: 0,
@@ -376,6 +384,7 @@ impl Model {
             compete_end: None,
             met_competitor: false,
             fast_settle: false,
+            fast_from: None,
             restarted: false,
             train: !background,
             train_reported: 0.0,
@@ -597,6 +606,7 @@ impl Model {
             self.fast_probe_k = 0;
             self.fast_probe_misses = 0;
             self.fast_settle = true;
+            self.fast_from = Some(self.now);
             // R50: after a STARTUP FAST began again, drain its queue as
             // R46 drains a growth overshoot.
             if restarted {
@@ -793,6 +803,8 @@ impl Model {
         self.r_min_rtt = None;
         self.r_rtt_sum = 0.0;
         self.r_rtt_n = 0;
+        self.r_fresh_sum = 0.0;
+        self.r_fresh_n = 0;
         self.r_max_delivery = 0.0;
     }
 
@@ -818,7 +830,12 @@ impl Model {
         // Round trips of zero happen on loopback (timer resolution): keep
         // both at least a microsecond, so the ratio is a number.
         let base = base.max(Duration::from_micros(1));
-        let mean = self.r_rtt_sum / f64::from(self.r_rtt_n);
+        // R64: the round's packets sent since FAST's period began, if any.
+        let mean = if self.r_fresh_n > 0 {
+            self.r_fresh_sum / f64::from(self.r_fresh_n)
+        } else {
+            self.r_rtt_sum / f64::from(self.r_rtt_n)
+        };
         let rtt = Duration::try_from_secs_f64(mean).unwrap_or(base).max(base);
         if std::mem::take(&mut self.fast_settle) {
             // The round began while DRAIN (or STARTUP's queue) was still
@@ -1528,6 +1545,21 @@ impl RateController for Model {
                 self.probe_rtt_min = None;
             }
             self.r_min_rtt = Some(self.r_min_rtt.map_or(rtt, |m| m.min(rtt)));
+            // R64: FAST's round mean leaves out packets sent before its
+            // period began. A round ends a round trip after it starts, so
+            // the round after the settling one (R55) still echoed packets
+            // that STARTUP's overshoot had queued: at 300 ms it read a mean
+            // of 382 ms with the queue long gone and paced 68 of 96 Mb/s
+            // for a round (simulator, 100 Mb/s alone; 0.59-0.71 of the link
+            // for 0.4 s after every start-up).
+            let fresh = match (self.fast_from, s.echoed_sent_at) {
+                (Some(from), Some(sent)) => sent >= from,
+                _ => true,
+            };
+            if fresh {
+                self.r_fresh_sum += rtt.as_secs_f64();
+                self.r_fresh_n += 1;
+            }
             self.r_rtt_sum += rtt.as_secs_f64();
             self.r_rtt_n += 1;
         }
