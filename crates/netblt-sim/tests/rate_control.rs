@@ -632,10 +632,12 @@ fn it_shares_with_cubic() {
 /// overflows once in 20 s and FAST's squeeze leaves it 0.49 of CUBIC's rate
 /// with or without R63 (decision R63: still weak there).
 /// Whether R63 acts depends on where CUBIC's overflows find us: one that
-/// comes while we are in STARTUP (a refill) counts as congestion, and
-/// CUBIC's next is seconds away. Over seeds 1-9 the ratio is 0.11-2.4
-/// (decision R64), so the test asks it of the median of nine seeds; before
-/// R63 every seed gave about 0.26.
+/// came while we were in a refill's STARTUP counted as congestion, and
+/// CUBIC's next was seconds away; over seeds 1-9 four ratios were outside
+/// 0.5-2x (0.11-2.4, decision R64). Since R65 such an overflow is read as
+/// CUBIC's too: 0.62-2.25, one seed outside. The test asks the median of
+/// nine seeds and seven of them within 0.5-2x; before R63 every seed gave
+/// about 0.26.
 #[test]
 fn netblt_first_keeps_a_share_when_cubic_arrives() {
     let mut ratios: Vec<f64> = (1..=9)
@@ -664,8 +666,10 @@ fn netblt_first_keeps_a_share_when_cubic_arrives() {
         .collect();
     ratios.sort_by(f64::total_cmp);
     let median = ratios[ratios.len() / 2];
-    println!("ratios {ratios:.2?}, median {median:.2}");
+    let within = ratios.iter().filter(|r| (0.5..2.0).contains(*r)).count();
+    println!("ratios {ratios:.2?}, median {median:.2}, {within} of 9 within 0.5-2x");
     assert!(median > 0.5 && median < 2.0, "median {median}: {ratios:?}");
+    assert!(within >= 7, "{within} of 9 within 0.5-2x: {ratios:?}");
 }
 
 /// Two NETBLT flows, the second starting later: they converge.
