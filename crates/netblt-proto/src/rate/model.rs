@@ -1234,7 +1234,8 @@ impl Model {
     /// our own queued (this round's mean round trip), FAST neither probing,
     /// nor growing past the pipe, nor draining an overshoot: the losses
     /// came from a queue someone else filled. Among FAST flows alone a
-    /// queue holds alpha of each and does not overflow.
+    /// queue holds alpha of each and does not overflow. R65: or a
+    /// congestion round in a STARTUP (or its DRAIN) that FAST's growth began.
     fn overflow_not_ours(&self) -> bool {
         if self.background || self.foreign_rounds > 0 {
             return false;
