@@ -1250,24 +1250,9 @@ impl Model {
         // below still decide; our own share is not measured in STARTUP.
         // (Or its DRAIN: HyStart may have ended it within the round.)
         let refill = matches!(self.phase, Phase::Startup | Phase::Drain) && self.restarted;
-        let own_small = match (self.min_rtt, self.fast_w) {
-            _ if refill => true,
-            (Some(base), Some(w)) => {
-                if self.phase != Phase::Cruise
-                    || self.r_rtt_n == 0
-                    || self.fast_settle
-                    || self.fast_probe.is_some()
-                    || self.fast_overshoot.is_some()
-                    || self.fast_found > 0
-                {
-                    return false;
-                }
-                let mean = self.r_rtt_sum / f64::from(self.r_rtt_n);
-                let own = w * (1.0 - base.as_secs_f64() / mean.max(1e-6)).max(0.0);
-                own <= 2.0 * self.fast_alpha()
-            }
-            _ => return false,
-        };
+        if !refill && !self.cruising_with_little_of_ours() {
+            return false;
+        }
         // FAST's equilibrium reads alpha of its own in any queue (its
         // rate is alpha over the queue's delay, whoever built it), so the
         // share of our own says nothing here; what does is the rate: under
@@ -1294,7 +1279,28 @@ impl Model {
         let first = self
             .last_lossy
             .is_none_or(|r| r + OVERFLOW_CALM_ROUNDS <= self.round);
-        own_small && self.bottleneck() < CALM_SHARE * calm && first && slow_rise
+        self.bottleneck() < CALM_SHARE * calm && first && slow_rise
+    }
+
+    /// R63's first test: FAST's CRUISE, neither settling, probing, growing
+    /// past the pipe nor draining an overshoot, with at most twice alpha of
+    /// our own queued (this round's mean round trip).
+    fn cruising_with_little_of_ours(&self) -> bool {
+        let (Some(base), Some(w)) = (self.min_rtt, self.fast_w) else {
+            return false;
+        };
+        if self.phase != Phase::Cruise
+            || self.r_rtt_n == 0
+            || self.fast_settle
+            || self.fast_probe.is_some()
+            || self.fast_overshoot.is_some()
+            || self.fast_found > 0
+        {
+            return false;
+        }
+        let mean = self.r_rtt_sum / f64::from(self.r_rtt_n);
+        let own = w * (1.0 - base.as_secs_f64() / mean.max(1e-6)).max(0.0);
+        own <= 2.0 * self.fast_alpha()
     }
 
     /// A queue found not to be ours: compete as BBR does for
