@@ -461,18 +461,6 @@ fn a_refill_at_300_ms_starts_up_within_two_seconds() {
     assert!(back > 0.8 * (5 * C) as f64 * PAYLOAD, "back {back}");
 }
 
-/// R66: the same refill with 1 ms of jitter after the queue. The estimate
-/// is a max over rounds, and jitter had already taken it up by a jitter's
-/// worth, so the rise R51 asks for came a round late; now a rise of the
-/// pacing that the round's delivery kept up with counts too. Goodput 1.5-2.5
-/// s after the step: before, 0.77 of the path; since, 0.95. The test asks
-/// for 0.9.
-#[test]
-fn a_refill_at_300_ms_with_jitter_starts_up_within_two_seconds() {
-    let back = refilled_at_300_ms(1.0, 1.5, 2.5);
-    assert!(back > 0.9 * (5 * C) as f64 * PAYLOAD, "back {back}");
-}
-
 /// R56: on a path slower than STARTUP's first pacing (28.85 Mb/s) the first
 /// round is a measuring train, not a round trip of blind pacing. Before,
 /// the first round trip overfilled these queues once: 2 Mb/s, 100 ms and a

@@ -123,9 +123,6 @@ const FAST_FLOOR_ROUNDS: u64 = 8;
 const OVERSHOOT_DRAIN: f64 = 0.9;
 /// R46: ... for at most this many rounds from the first that drains it.
 const OVERSHOOT_DRAIN_ROUNDS: u64 = 6;
-/// R66: the share of a paced rise the estimate must show for delivery to
-/// have kept up with it (the estimate averages a round).
-const KEPT_UP: f64 = 0.995;
 /// Rounds with fewer packets than this say nothing about loss.
 const MIN_ROUND_PACKETS: u64 = 8;
 /// The FEEDBACK gap's running mean forgets this share per FEEDBACK (about
@@ -242,8 +239,6 @@ pub struct Model {
     fast_own: (f64, f64),
     /// The estimated rate at the previous FAST round.
     fast_prev_bw: f64,
-    /// R66: the pacing rate of the last three FAST rounds, newest first.
-    fast_paced: [f64; 3],
     fast_cut: u32,
     fast_q_before: Option<Duration>,
     /// The largest mean queueing delay of the rounds of that test, and
@@ -377,7 +372,6 @@ impl Model {
             fast_overshoot: None,
             fast_own: (0.0, 0.0),
             fast_prev_bw: 0.0,
-            fast_paced: [0.0; 3],
             fast_cut: 0,
             fast_q_before: None,
             fast_q_peak: Duration::ZERO,
@@ -571,7 +565,6 @@ impl Model {
             self.fast_found_held = false;
             // A new FAST period compares with its own rounds only (R40).
             self.fast_prev_bw = 0.0;
-            self.fast_paced = [0.0; 3];
             self.fast_cut = 0;
             self.fast_probe = None;
             self.fast_probe_k = 0;

@@ -38,9 +38,6 @@ impl Model {
         if self.r_rtt_n == 0 {
             return;
         }
-        // R66: the rates paced in the last rounds (the one that just ended
-        // first), for the test below of whether delivery kept up.
-        self.fast_paced = [self.pacing_bps(), self.fast_paced[0], self.fast_paced[1]];
         // Round trips of zero happen on loopback (timer resolution): keep
         // both at least a microsecond, so the ratio is a number.
         let base = base.max(Duration::from_micros(1));
@@ -198,23 +195,7 @@ impl Model {
             } else {
                 0.025
             };
-            // R66: or the delivery kept up with a rise of the pacing: a
-            // round's estimate shows what was paced two rounds before (the
-            // round before the one just ended), so if that was a rise and
-            // the estimate is at it now, the path carried the rise with
-            // nothing queued. On a path whose delay jitters, the max filter
-            // had already taken the estimate up by a jitter's worth and the
-            // rise over the last estimate came a round late or not at all
-            // (simulator, 300 ms, 2 ms of jitter: the 20 -> 100 Mb/s step's
-            // STARTUP a round later in 2 of 3 seeds).
-            let [_, grown_to, grown_from] = self.fast_paced;
-            let delivered = self.r_max_delivery;
-            let kept_up = self.noise < 0.01
-                && grown_from > 0.0
-                && grown_to > grown_from * (1.0 + rise)
-                && delivered >= grown_to * KEPT_UP
-                && delivered >= bw * KEPT_UP;
-            if (bw >= prev_bw * (1.0 + rise) && prev_bw > 0.0) || kept_up {
+            if bw >= prev_bw * (1.0 + rise) && prev_bw > 0.0 {
                 self.fast_found = (self.fast_found + 1).min(5);
                 self.fast_found_held = false;
                 // R51: or once (`fast_found` is at least 1 here), after
