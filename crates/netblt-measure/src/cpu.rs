@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::client::SinkConnection;
 use crate::error::MeasureError;
@@ -62,7 +62,7 @@ impl CpuConfig {
 }
 
 /// One row of the RFC 415-style table.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct CpuRow {
     /// Message size asked for.

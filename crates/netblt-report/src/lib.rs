@@ -6,8 +6,10 @@
 //! simulator (`netblt-sim`), the link profiles (`netblt-link`) and the
 //! measurement crate (`netblt-measure`), and nothing of the UDP driver.
 //!
-//! Everything is deterministic (fixed seeds) except RFC 415's table, which
-//! measures this machine's kernel TCP over loopback and so differs run to run.
+//! Everything is deterministic (fixed seeds). RFC 415's table is a
+//! measurement of this machine's kernel TCP over loopback, which differs run
+//! to run: it is made only when asked (`Options::measure_host`) and kept in a
+//! file that later reports read.
 
 #![deny(missing_docs)]
 
@@ -24,6 +26,8 @@ pub mod unmodellable;
 pub mod xunet;
 
 use std::fmt::Write as _;
+
+use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 
 use netblt_measure::plot::{self, Series};
@@ -38,6 +42,12 @@ pub struct Options {
     pub figures: PathBuf,
     /// Fewer seeds, repetitions and bytes: minutes become seconds.
     pub quick: bool,
+    /// Where RFC 415's host measurement is kept (`docs/rfc415-host.json`).
+    pub host_file: PathBuf,
+    /// Measure this host for RFC 415's table and keep it in `host_file`;
+    /// otherwise the kept measurement is used and the report is the same
+    /// every time.
+    pub measure_host: bool,
 }
 
 /// Seeds averaged on random profiles.
@@ -94,6 +104,8 @@ pub struct Report {
     pub rfc1106_nak_loss: Vec<rfc1106_sensitivity::NakLossRow>,
     /// RFC 415's table measured on this machine.
     pub rfc415: Vec<netblt_measure::cpu::CpuRow>,
+    /// Where RFC 415's figures came from (the kept measurement's time).
+    pub rfc415_from: Option<String>,
     /// Why RFC 415's measurement failed, if it did.
     pub rfc415_error: Option<String>,
     /// Stems of the figures written (PNG and SVG each).
@@ -214,9 +226,18 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
     let nak_loss = rfc1106_sensitivity::nak_loss(&seeds, opts.quick)?;
     done += 1;
     progress("RFC 415 (TCP over loopback)", done, total);
-    let (cpu, cpu_err) = match rfc415::run(if opts.quick { 1 << 20 } else { 64 << 20 }) {
-        Ok(rows) => (rows, None),
-        Err(e) => (Vec::new(), Some(format!("{e:#}"))),
+    let host = if opts.measure_host {
+        rfc415::measure_and_keep(&opts.host_file, if opts.quick { 1 << 20 } else { 64 << 20 })
+    } else {
+        rfc415::load(&opts.host_file)
+            .context("no kept host measurement (`netblt report --measure-host` makes one)")
+    };
+    let (cpu, cpu_from, cpu_err) = match host {
+        Ok(rec) => {
+            let from = rfc415::provenance(&rec, &opts.host_file);
+            (rec.rows, Some(from), None)
+        }
+        Err(e) => (Vec::new(), None, Some(format!("{e:#}"))),
     };
     done = total;
     progress("figures", done, total);
@@ -242,6 +263,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         rfc1106_host_time: host_time,
         rfc1106_nak_loss: nak_loss,
         rfc415: cpu,
+        rfc415_from: cpu_from,
         rfc415_error: cpu_err,
         figures: Vec::new(),
     };
@@ -493,10 +515,14 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
     s.push_str(include_str!("notes_rfc415.md"));
     match &r.rfc415_error {
         Some(e) => {
-            let _ = writeln!(s, "\nThe measurement failed on this machine: {e}\n");
+            let _ = writeln!(s, "\nNo figures for this machine: {e}\n");
         }
         None => {
             s.push('\n');
+            if let Some(from) = &r.rfc415_from {
+                s.push_str(from);
+                s.push('\n');
+            }
             s.push_str(&rfc415::markdown(&r.rfc415));
         }
     }

@@ -1,4 +1,5 @@
-//! A quick report into a temporary directory writes the file and every figure.
+//! A quick report into a temporary directory writes the file and every
+//! figure, and a second one (reusing the kept host measurement) is the same.
 
 use netblt_report::{run, Options};
 
@@ -9,9 +10,23 @@ fn quick_report_writes_file_and_figures() {
         out: dir.path().join("reproduction.md"),
         figures: dir.path().join("figures"),
         quick: true,
+        host_file: dir.path().join("rfc415-host.json"),
+        measure_host: true,
     };
     let rep = run(&opts, &mut |_, _, _| {}).unwrap();
     let md = std::fs::read_to_string(&opts.out).unwrap();
+    // Issue 13: "the report stays deterministic (same output twice)". The
+    // host measurement (RFC 415's table) was kept; a second report reuses it
+    // and comes out the same, byte for byte.
+    assert!(md.contains("rfc415-host.json"), "no provenance line");
+    assert_eq!(rep.rfc415.len(), netblt_report::rfc415::PAPER.len());
+    let again = Options {
+        measure_host: false,
+        ..opts.clone()
+    };
+    run(&again, &mut |_, _, _| {}).unwrap();
+    let md2 = std::fs::read_to_string(&opts.out).unwrap();
+    assert!(md == md2, "the second report differs from the first");
     for needle in [
         "Appendix II",
         "Appendix III",

@@ -22,6 +22,14 @@ pub struct ReportArgs {
     /// Also print every number as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Measure this machine for RFC 415's table (kernel TCP over loopback,
+    /// about a minute) and keep the figures in --host-file. Without it the
+    /// kept figures are used, so the report comes out the same every time.
+    #[arg(long)]
+    pub measure_host: bool,
+    /// Where RFC 415's host measurement is kept.
+    #[arg(long, default_value = "docs/rfc415-host.json")]
+    pub host_file: PathBuf,
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
@@ -38,6 +46,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         out: args.out.clone(),
         figures: args.figures.clone(),
         quick: args.quick,
+        host_file: args.host_file.clone(),
+        measure_host: args.measure_host,
     };
     let rep = report::run(&opts, &mut |msg, done, total| {
         bar.set_length(total);
