@@ -26,9 +26,9 @@ pub mod unmodellable;
 pub mod xunet;
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use std::path::{Path, PathBuf};
 
 use netblt_measure::plot::{self, Series};
 use serde::Serialize;
@@ -102,11 +102,10 @@ pub struct Report {
     pub rfc1106_host_time: Vec<rfc1106_sensitivity::HostTimeRow>,
     /// RFC 1106's NAK column at 1e-6 with ACKs (and NAKs) lost besides.
     pub rfc1106_nak_loss: Vec<rfc1106_sensitivity::NakLossRow>,
-    /// RFC 415's table measured on this machine.
-    pub rfc415: Vec<netblt_measure::cpu::CpuRow>,
-    /// Where RFC 415's figures came from (the kept measurement's time).
-    pub rfc415_from: Option<String>,
-    /// Why RFC 415's measurement failed, if it did.
+    /// RFC 415's table measured on this machine: the kept measurement
+    /// (`Options::host_file`) or a new one, with when it was made.
+    pub rfc415: Option<rfc415::HostRecord>,
+    /// Why there are no RFC 415 figures, if there are none.
     pub rfc415_error: Option<String>,
     /// Stems of the figures written (PNG and SVG each).
     pub figures: Vec<String>,
@@ -232,12 +231,9 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         rfc415::load(&opts.host_file)
             .context("no kept host measurement (`netblt report --measure-host` makes one)")
     };
-    let (cpu, cpu_from, cpu_err) = match host {
-        Ok(rec) => {
-            let from = rfc415::provenance(&rec, &opts.host_file);
-            (rec.rows, Some(from), None)
-        }
-        Err(e) => (Vec::new(), None, Some(format!("{e:#}"))),
+    let (cpu, cpu_err) = match host {
+        Ok(rec) => (Some(rec), None),
+        Err(e) => (None, Some(format!("{e:#}"))),
     };
     done = total;
     progress("figures", done, total);
@@ -263,7 +259,6 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         rfc1106_host_time: host_time,
         rfc1106_nak_loss: nak_loss,
         rfc415: cpu,
-        rfc415_from: cpu_from,
         rfc415_error: cpu_err,
         figures: Vec::new(),
     };
@@ -513,17 +508,16 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
     );
     s.push_str(&rfc1106_sensitivity::md_nak_loss(&r.rfc1106_nak_loss));
     s.push_str(include_str!("notes_rfc415.md"));
-    match &r.rfc415_error {
-        Some(e) => {
-            let _ = writeln!(s, "\nNo figures for this machine: {e}\n");
-        }
-        None => {
+    match (&r.rfc415, &r.rfc415_error) {
+        (Some(rec), _) => {
             s.push('\n');
-            if let Some(from) = &r.rfc415_from {
-                s.push_str(from);
-                s.push('\n');
-            }
-            s.push_str(&rfc415::markdown(&r.rfc415));
+            s.push_str(&rfc415::provenance(rec));
+            s.push('\n');
+            s.push_str(&rfc415::markdown(&rec.rows));
+        }
+        (None, e) => {
+            let e = e.as_deref().unwrap_or("not measured");
+            let _ = writeln!(s, "\nNo figures for this machine: {e}\n");
         }
     }
     s.push_str(include_str!("notes_summary.md"));

@@ -82,7 +82,7 @@ pub fn measure_and_keep(path: &Path, bytes: u64) -> anyhow::Result<HostRecord> {
 }
 
 /// Where the table's figures came from, one line of Markdown.
-pub fn provenance(rec: &HostRecord, path: &Path) -> String {
+pub fn provenance(rec: &HostRecord) -> String {
     let load = rec.load_before.map_or(String::new(), |l| {
         format!(
             ", load average {:.2} {:.2} {:.2} before it",
@@ -90,12 +90,11 @@ pub fn provenance(rec: &HostRecord, path: &Path) -> String {
         )
     });
     format!(
-        "Measured on this project's machine at {}{load}, {} bytes per size, kept in `{}` \
-         (`netblt report --measure-host` measures again; without it the report reuses \
-         the kept figures, so that it comes out the same every time).\n",
-        rec.measured_at,
-        rec.bytes,
-        path.display()
+        "Measured on this project's machine at {}{load}, {} bytes per size, kept in \
+         the host file (`--host-file`, by default `docs/rfc415-host.json`; `netblt report \
+         --measure-host` measures again; without it the report reuses the kept figures, so that it comes out the same every \
+         time).\n",
+        rec.measured_at, rec.bytes
     )
 }
 
@@ -161,7 +160,7 @@ mod tests {
         };
         std::fs::write(&path, serde_json::to_string(&rec).unwrap()).unwrap();
         assert_eq!(load(&path).unwrap(), rec);
-        let line = provenance(&rec, &path);
+        let line = provenance(&rec);
         assert!(line.contains("2026-11-27T23:00:00Z"), "{line}");
         assert!(line.contains("0.50 0.25 0.12"), "{line}");
         assert!(line.contains("1048576 bytes"), "{line}");
