@@ -160,6 +160,46 @@ fn nothing_listening_is_refused() {
 }
 
 #[test]
+fn a_receiver_without_its_directory_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    write(&file, b"x");
+    let gone = dir.path().join("gone");
+    for (d, says) in [(&gone, "no such directory"), (&file, "not a directory")] {
+        let (code, _, e) = run(&["recv", "--dir", d.to_str().unwrap()], T);
+        assert_eq!(code, Some(3), "{e}");
+        assert!(e.contains(&format!("{}: {says}", d.display())), "{e}");
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
+    }
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    // Among several paths, the line says which one is missing (it once
+    // said only "reading the files to send: no such file").
+    let dir = tempfile::tempdir().unwrap();
+    let there = dir.path().join("there");
+    write(&there, b"x");
+    let gone = dir.path().join("gone.bin");
+    for args in [
+        vec![gone.to_str().unwrap(), "127.0.0.1:9"],
+        vec![
+            there.to_str().unwrap(),
+            gone.to_str().unwrap(),
+            "127.0.0.1:9",
+        ],
+        vec!["--per-file", gone.to_str().unwrap(), "127.0.0.1:9"],
+    ] {
+        let mut all = vec!["send"];
+        all.extend(args);
+        let (code, _, e) = run(&all, T);
+        assert_eq!(code, Some(3), "{e}");
+        assert!(e.contains("gone.bin: no such file"), "{all:?}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
+    }
+}
+
+#[test]
 fn bad_flags_exit_2() {
     for args in [
         &["send"][..],

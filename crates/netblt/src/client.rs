@@ -56,7 +56,7 @@ pub fn send_file(
         )));
     }
     let (p, name) = walk(&[path.to_path_buf()])
-        .map_err(|e| Error::Local(format!("{}: {}", path.display(), io_reason(&e))))?
+        .map_err(|(at, e)| Error::Local(format!("{}: {}", at.display(), io_reason(&e))))?
         .pop()
         .ok_or_else(|| Error::Local(format!("{}: no such file", path.display())))?;
     send_file_as(p, &name, addr, opts)
@@ -218,7 +218,7 @@ fn put(
 /// `dirname/rel/path`, in name order. Symbolic links and special files
 /// inside directories are skipped.
 pub fn files_to_send(paths: &[PathBuf]) -> Result<Vec<(PathBuf, String)>, Error> {
-    walk(paths).map_err(|e| Error::Local(format!("reading the files to send: {}", io_reason(&e))))
+    walk(paths).map_err(|(at, e)| Error::Local(format!("{}: {}", at.display(), io_reason(&e))))
 }
 
 /// Sends every regular file below `dir`, one transfer each, in turn, named

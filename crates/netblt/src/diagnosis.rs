@@ -663,7 +663,12 @@ fn path(i: &LimitInputs, fixed_loss: Option<f64>, mut d: Verdict) -> Diagnosis {
         )),
         None => {
             d.fig("noise_loss", i.noise_loss);
-            parts.push(format!("{} loss treated as noise", pct1(i.noise_loss)));
+            // "0.0 % loss treated as noise" read as if loss had been seen.
+            parts.push(if i.noise_loss < 0.0005 {
+                "no loss".into()
+            } else {
+                format!("{} loss treated as noise", pct1(i.noise_loss))
+            });
             if i.congestion_events > 0 {
                 d.fig("congestion_events", i.congestion_events as f64);
                 parts.push(format!(
@@ -873,6 +878,16 @@ mod tests {
             ..i
         };
         assert!(limit(&i).message.ends_with(", 3 congestion backoffs"));
+        let i = LimitInputs {
+            noise_loss: 0.0,
+            congestion_events: 0,
+            ..i
+        };
+        assert!(
+            limit(&i).message.ends_with("100 ms RTT, no loss"),
+            "{}",
+            limit(&i)
+        );
     }
 
     #[test]

@@ -82,10 +82,26 @@ impl Receiver {
     /// files from it. Memory-to-memory tests are discarded.
     pub fn serve_dir(self, dir: impl AsRef<Path>) -> Result<ReceiverSummary, Error> {
         let dir = dir.as_ref().to_path_buf();
-        if !dir.is_dir() {
-            return Err(Error::Local(format!("{}: not a directory", dir.display())));
-        }
+        Self::check_dir(&dir)?;
         self.serve(Data::Dir(dir))
+    }
+
+    /// Whether [`Receiver::serve_dir`] could use `dir`: it exists and is a
+    /// directory (a tool can ask before it binds or says it listens).
+    pub fn check_dir(dir: &Path) -> Result<(), Error> {
+        match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => Ok(()),
+            Ok(_) => Err(Error::Local(format!("{}: not a directory", dir.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::Local(format!(
+                "{}: no such directory (create it first)",
+                dir.display()
+            ))),
+            Err(e) => Err(Error::Local(format!(
+                "{}: {}",
+                dir.display(),
+                io_reason(&e)
+            ))),
+        }
     }
 
     /// Discards all data (after checking its digest): the far end of a

@@ -124,10 +124,8 @@ impl DataHandler for Stdout {
 
 pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
     default_sigpipe();
-    if !a.sink && !a.stdout && !a.dir.is_dir() {
-        return Err(
-            CliError::new(exit::LOCAL, format!("{}: not a directory", a.dir.display())).into(),
-        );
+    if !a.sink && !a.stdout {
+        Receiver::check_dir(&a.dir).map_err(CliError::from)?;
     }
     let mut opts = ReceiverOptions::default();
     opts.death_timer = std::time::Duration::from_secs(u64::from(a.death_timer));

@@ -54,11 +54,13 @@ pub(crate) fn resolve(dir: &Path, name: &str, create: bool) -> Result<PathBuf, S
 }
 
 /// Names under which `paths` (files or directories) are sent: a file by its
-/// file name, a directory's files as `dirname/rel/path`.
-pub(crate) fn walk(paths: &[PathBuf]) -> std::io::Result<Vec<(PathBuf, String)>> {
+/// file name, a directory's files as `dirname/rel/path`. An error comes with
+/// the path it is about (the one the user named, or one inside a directory),
+/// so the message can say which.
+pub(crate) fn walk(paths: &[PathBuf]) -> Result<Vec<(PathBuf, String)>, (PathBuf, std::io::Error)> {
     let mut out = Vec::new();
     for p in paths {
-        let meta = std::fs::metadata(p)?;
+        let meta = std::fs::metadata(p).map_err(|e| (p.clone(), e))?;
         let base = p
             .components()
             .rfind(|c| matches!(c, Component::Normal(_)))
@@ -73,12 +75,19 @@ pub(crate) fn walk(paths: &[PathBuf]) -> std::io::Result<Vec<(PathBuf, String)>>
     Ok(out)
 }
 
-fn walk_dir(dir: &Path, prefix: &str, out: &mut Vec<(PathBuf, String)>) -> std::io::Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+fn walk_dir(
+    dir: &Path,
+    prefix: &str,
+    out: &mut Vec<(PathBuf, String)>,
+) -> Result<(), (PathBuf, std::io::Error)> {
+    let at = |e| (dir.to_path_buf(), e);
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .and_then(|d| d.collect::<Result<_, _>>())
+        .map_err(at)?;
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let name = format!("{prefix}/{}", e.file_name().to_string_lossy());
-        let ft = e.file_type()?;
+        let ft = e.file_type().map_err(|err| (e.path(), err))?;
         if ft.is_dir() {
             walk_dir(&e.path(), &name, out)?;
         } else if ft.is_file() {
