@@ -38,7 +38,7 @@ impl BulkSender for NetbltBulk {
             security: crate::security_flags::SecurityFlags::plain(),
         };
         let report = crate::commands::bench::bench(
-            peer,
+            &crate::remote::Remote::one(peer),
             bytes,
             params,
             &common,

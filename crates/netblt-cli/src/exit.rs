@@ -48,7 +48,7 @@ pub fn of(e: &netblt::Error) -> i32 {
     match e.cause() {
         netblt::Error::InvalidOptions(_) => USAGE,
         netblt::Error::Local(_) => LOCAL,
-        netblt::Error::Network(_) => NETWORK,
+        netblt::Error::Network(_) | netblt::Error::Refused(_) => NETWORK,
         _ => FAILED,
     }
 }

@@ -219,27 +219,3 @@ impl CommonFlags {
         o
     }
 }
-
-/// `HOST[:PORT]` (IPv6 as `[::1]:PORT` or a bare `::1`), resolved.
-pub fn resolve_host(s: &str, default_port: u16) -> Result<std::net::SocketAddr, CliError> {
-    use std::net::{SocketAddr, ToSocketAddrs};
-    if let Ok(a) = s.parse::<SocketAddr>() {
-        return Ok(a);
-    }
-    if let Ok(ip) = s.parse::<std::net::IpAddr>() {
-        return Ok(SocketAddr::new(ip, default_port));
-    }
-    let with_port = if s
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-    {
-        s.to_string()
-    } else {
-        format!("{s}:{default_port}")
-    };
-    with_port
-        .to_socket_addrs()
-        .map_err(|e| CliError::new(crate::exit::NETWORK, format!("cannot resolve '{s}': {e}")))?
-        .next()
-        .ok_or_else(|| CliError::new(crate::exit::NETWORK, format!("'{s}' has no address")))
-}

@@ -15,6 +15,7 @@ mod flags;
 mod output;
 mod progress;
 mod rate_file;
+mod remote;
 mod security_flags;
 mod units;
 

@@ -5,7 +5,7 @@ use crate::report::TransferReport;
 
 /// Why an operation failed. Every variant displays as one line for people.
 ///
-/// The first four say what kind of failure it was (the `netblt` tool maps
+/// The first five say what kind of failure it was (the `netblt` tool maps
 /// them to its exit codes); [`Error::Transfer`] wraps one of them together
 /// with the report of the transfer that failed, so that its counters are not
 /// lost.
@@ -23,6 +23,12 @@ pub enum Error {
     /// refusing datagrams.
     #[error("{0}")]
     Network(String),
+    /// Nothing listens at the address: the peer's host answered the first
+    /// packets with "port unreachable" before any answer came. Another
+    /// address of the same host (its IPv4 or IPv6 one) may have a listener,
+    /// and nothing was transferred, so trying it is safe.
+    #[error("{0}")]
+    Refused(String),
     /// The transfer failed: refused or aborted by the peer, the death timer,
     /// an integrity check, an interruption.
     #[error("{0}")]
@@ -58,6 +64,7 @@ pub(crate) enum Kind {
     InvalidOptions,
     Local,
     Network,
+    Refused,
     Failed,
 }
 
@@ -102,6 +109,7 @@ impl From<AppError> for Error {
             Kind::InvalidOptions => Error::InvalidOptions(e.message),
             Kind::Local => Error::Local(e.message),
             Kind::Network => Error::Network(e.message),
+            Kind::Refused => Error::Refused(e.message),
             Kind::Failed => Error::Failed(e.message),
         }
     }

@@ -242,3 +242,20 @@ fn a_serving_receivers_limit_is_shared_by_the_transfers_it_serves() {
     stop.store(true, Ordering::Relaxed);
     server.join().unwrap();
 }
+
+#[test]
+fn nothing_listening_is_refused_as_such() {
+    // `Error::Refused` (not just a network error) tells a caller that
+    // nothing was transferred and the host's other address may listen.
+    let free = std::net::UdpSocket::bind(loopback()).unwrap();
+    let addr = free.local_addr().unwrap();
+    drop(free);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    std::fs::write(&file, b"x").unwrap();
+    let opts = send_options();
+    let e = netblt::send_file(&file, addr, &opts).unwrap_err();
+    assert!(matches!(e.cause(), Error::Refused(_)), "{e:?}");
+    let e = netblt::bench(addr, 1000, &opts).unwrap_err();
+    assert!(matches!(e.cause(), Error::Refused(_)), "{e:?}");
+}

@@ -11,9 +11,10 @@ use clap::Args;
 
 use crate::commands::sim::TABLE_HEADER;
 use crate::exit::{self, CliError};
-use crate::flags::{resolve_host, CommonFlags, ParamFlags};
+use crate::flags::{CommonFlags, ParamFlags};
 use crate::output::{table_row, why};
 use crate::progress::{default_sigpipe, Bar};
+use crate::remote::Remote;
 use crate::units::{fmt_bytes, fmt_rate, parse_size};
 
 #[derive(Debug, Args)]
@@ -38,7 +39,7 @@ pub struct BenchArgs {
 /// Runs the memory-to-memory transfer (shared with `netblt demo`): the
 /// report, successful or not, or an error before the transfer started.
 pub fn bench(
-    remote: std::net::SocketAddr,
+    remote: &Remote,
     size: u64,
     params: netblt_proto::TransferParams,
     common: &CommonFlags,
@@ -58,7 +59,7 @@ pub fn bench(
         common.live()
     };
     bar.attach(&mut opts);
-    let result = netblt::bench(remote, size, &opts);
+    let result = remote.run(|r| netblt::bench(r, size, &opts));
     bar.finish();
     match result {
         Err(netblt::Error::Transfer(r)) => Ok(*r),
@@ -68,10 +69,10 @@ pub fn bench(
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     default_sigpipe();
-    let remote = resolve_host(&a.host, netblt::DEFAULT_PORT)?;
+    let remote = Remote::resolve(&a.host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
     let report = bench(
-        remote,
+        &remote,
         a.size,
         params,
         &a.common,

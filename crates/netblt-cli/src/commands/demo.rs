@@ -125,7 +125,7 @@ pub fn run_demo_on(o: &DemoOptions, r: DemoReceiver) -> Result<DemoResult, netbl
         security: crate::security_flags::SecurityFlags::plain(),
     };
     let sent = crate::commands::bench::bench(
-        target,
+        &crate::remote::Remote::one(target),
         o.size,
         o.params,
         &common,

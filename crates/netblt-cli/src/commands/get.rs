@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::exit::{self, CliError};
-use crate::flags::{resolve_host, CommonFlags, ParamFlags};
+use crate::flags::{CommonFlags, ParamFlags};
 use crate::output::{line, why};
 use crate::progress::default_sigpipe;
+use crate::remote::Remote;
 
 #[derive(Debug, Args)]
 pub struct GetArgs {
@@ -39,10 +40,10 @@ pub struct GetArgs {
 
 pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     default_sigpipe();
-    let remote = resolve_host(&a.host, netblt::DEFAULT_PORT)?;
+    let remote = Remote::resolve(&a.host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
     if a.output.as_deref() == Some(std::path::Path::new("-")) {
-        return to_stdout(a, remote, params);
+        return to_stdout(a, &remote, params);
     }
     // Where the library will put it, for the message: the name's last
     // component in the current directory, or in the directory given.
@@ -70,7 +71,7 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     opts.resume = a.resume;
     let bar = a.common.live();
     bar.attach(&mut opts);
-    let result = netblt::get(remote, &a.name, &out, &opts);
+    let result = remote.run(|r| netblt::get(r, &a.name, &out, &opts));
     bar.finish();
     let report = match result {
         Ok(r) => r,
@@ -95,7 +96,7 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
 /// `get -o -`: the file to standard output; reports go to stderr.
 fn to_stdout(
     a: GetArgs,
-    remote: std::net::SocketAddr,
+    remote: &Remote,
     params: netblt_proto::TransferParams,
 ) -> anyhow::Result<i32> {
     if a.resume {
@@ -109,7 +110,9 @@ fn to_stdout(
     opts.auto_size = a.params.auto_size();
     let bar = a.common.live();
     bar.attach(&mut opts);
-    let result = netblt::get_to_writer(remote, &a.name, std::io::stdout(), &opts);
+    // Nothing is written before the OPEN is answered: a refused address
+    // can be tried again with a fresh handle.
+    let result = remote.run(|r| netblt::get_to_writer(r, &a.name, std::io::stdout(), &opts));
     bar.finish();
     let report = match result {
         Ok(r) => r,

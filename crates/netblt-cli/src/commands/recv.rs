@@ -19,7 +19,9 @@ use crate::progress::{default_sigpipe, stop_flag};
 #[derive(Debug, Args)]
 pub struct RecvArgs {
     /// Address and port to listen on (UDP; with --raw-ip the port is the
-    /// NETBLT port).
+    /// NETBLT port). One family: `[::]:9998` is IPv6 only; for both, run a
+    /// second receiver on the other (a sender tries each of a name's
+    /// addresses while the host refuses).
     #[arg(long, default_value = "0.0.0.0:9998")]
     pub listen: SocketAddr,
     /// Directory received files go to (and --serve reads from). A bundle

@@ -10,9 +10,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::exit::{self, CliError};
-use crate::flags::{resolve_host, CommonFlags, ParamFlags};
+use crate::flags::{CommonFlags, ParamFlags};
 use crate::output::{line, why};
 use crate::progress::default_sigpipe;
+use crate::remote::Remote;
 
 #[derive(Debug, Args)]
 pub struct SendArgs {
@@ -66,7 +67,7 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     let Some((host, paths)) = a.args.split_last() else {
         return Err(CliError::usage("give files and a HOST[:PORT]").into());
     };
-    let remote = resolve_host(host, netblt::DEFAULT_PORT)?;
+    let remote = Remote::resolve(host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
     let mut opts = a.common.send_options(params);
     opts.auto_size = a.params.auto_size();
@@ -81,14 +82,14 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
         }
         if a.tar {
             let name = a.name.as_deref().unwrap_or("standard input");
-            let result = netblt::send_tar(std::io::stdin(), name, remote, &opts);
+            let result = netblt::send_tar(std::io::stdin(), name, remote.first(), &opts);
             bar.finish();
             return finish_bundle(result, &a.common).map(|(rc, _)| rc);
         }
         let Some(name) = a.name.as_deref() else {
             return Err(CliError::usage("sending standard input needs --name NAME").into());
         };
-        let result = netblt::send_stream(std::io::stdin(), name, remote, &opts);
+        let result = netblt::send_stream(std::io::stdin(), name, remote.first(), &opts);
         bar.finish();
         return finish_one(result, &a.common, name, true);
     }
@@ -102,9 +103,9 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
         let n = usize::from(a.parallel);
         let outcome = if n > 1 && bundle.files() > 1 {
             opts.progress = None;
-            parallel_bundles(&bundle, remote, &opts, &a.common, n)
+            parallel_bundles(&bundle, &remote, &opts, &a.common, n)
         } else {
-            let result = netblt::send_bundle(&bundle, remote, &opts);
+            let result = remote.run(|r| netblt::send_bundle(&bundle, r, &opts));
             bar.finish();
             finish_bundle(result, &a.common)
         };
@@ -121,14 +122,14 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     let files = netblt::files_to_send(&paths).map_err(CliError::from)?;
     if a.parallel > 1 && files.len() > 1 {
         opts.progress = None;
-        return parallel(files, remote, &opts, &a.common, usize::from(a.parallel));
+        return parallel(files, &remote, &opts, &a.common, usize::from(a.parallel));
     }
     let mut code = exit::OK;
     // The "why" line is for one transfer; with many files it would double
     // the output.
     let single = files.len() == 1;
     for (path, name) in files {
-        let result = netblt::send_file_as(&path, &name, remote, &opts);
+        let result = remote.run(|r| netblt::send_file_as(&path, &name, r, &opts));
         bar.finish();
         let rc = finish_one(result, &a.common, &name, single)?;
         if code == exit::OK {
@@ -236,7 +237,7 @@ fn finish_bundle(
 /// `--parallel N` with a bundle: N shards at once, then the directories.
 fn parallel_bundles(
     bundle: &netblt::Bundle,
-    remote: std::net::SocketAddr,
+    remote: &Remote,
     opts: &netblt::SendOptions,
     common: &CommonFlags,
     n: usize,
@@ -261,7 +262,7 @@ fn parallel_bundles(
             if i == 0 {
                 let (f, o) = (&first, &open);
                 hs.push(sc.spawn(move || {
-                    let r = netblt::send_bundle(b, remote, f);
+                    let r = remote.run(|a| netblt::send_bundle(b, a, f));
                     o.store(true, Ordering::Relaxed);
                     r
                 }));
@@ -269,7 +270,7 @@ fn parallel_bundles(
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }
             } else {
-                hs.push(sc.spawn(move || netblt::send_bundle(b, remote, opts)));
+                hs.push(sc.spawn(move || remote.run(|a| netblt::send_bundle(b, a, opts))));
             }
         }
         hs.into_iter()
@@ -299,7 +300,7 @@ fn parallel_bundles(
     }
     let dirs = bundle.directories();
     if dirs.dirs() > 0 {
-        let (rc, _) = finish_bundle(netblt::send_bundle(&dirs, remote, opts), common)?;
+        let (rc, _) = finish_bundle(remote.run(|a| netblt::send_bundle(&dirs, a, opts)), common)?;
         if code == exit::OK {
             code = rc;
         }
@@ -312,7 +313,7 @@ fn parallel_bundles(
 /// the queue.
 fn parallel(
     files: Vec<(PathBuf, String)>,
-    remote: std::net::SocketAddr,
+    remote: &Remote,
     opts: &netblt::SendOptions,
     common: &CommonFlags,
     n: usize,
@@ -331,7 +332,7 @@ fn parallel(
                     let Some((path, name)) = next else {
                         break;
                     };
-                    let result = netblt::send_file_as(&path, &name, remote, opts);
+                    let result = remote.run(|a| netblt::send_file_as(&path, &name, a, opts));
                     match finish_one(result, common, &name, false) {
                         Ok(rc) => {
                             if let Ok(mut c) = code.lock() {

@@ -156,7 +156,7 @@ pub(crate) fn network_error(e: &io::Error, peer: SocketAddr, opening: bool) -> A
     let code = Kind::Network;
     match e.raw_os_error() {
         Some(libc::ECONNREFUSED) if opening => AppError::new(
-            code,
+            Kind::Refused,
             format!("connection refused by {peer} (nothing listening?)"),
             "",
         ),
