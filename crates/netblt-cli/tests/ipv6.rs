@@ -37,3 +37,42 @@ fn bench_over_ipv6_loopback() {
     assert_eq!(v["bytes"], serde_json::json!(5_000_000u64), "{out}");
     let _ = recv.wait();
 }
+
+#[test]
+fn the_default_listener_takes_ipv4_and_ipv6() {
+    // `[::]` (recv's default address) is dual-stack: an IPv4 sender and an
+    // IPv6 one both reach it, and the IPv4 peer is shown as such, not as
+    // `::ffff:127.0.0.1`.
+    let Ok(probe) = std::net::UdpSocket::bind("[::]:0") else {
+        eprintln!("skipping: no IPv6");
+        return;
+    };
+    let port = probe.local_addr().unwrap().port();
+    drop(probe);
+    let listen = format!("[::]:{port}");
+    let mut recv = Command::new(bin())
+        .args(["recv", "--sink", "--listen", &listen])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(recv.stderr.take().unwrap()).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert!(
+        first.contains("IPv6 and IPv4"),
+        "recv did not start: {first}"
+    );
+    for to in [format!("127.0.0.1:{port}"), format!("[::1]:{port}")] {
+        let (code, out, err) = run(
+            &["bench", &to, "--size", "2MB", "--json"],
+            Duration::from_secs(60),
+        );
+        assert_eq!(code, Some(0), "{to}: stdout: {out}\nstderr: {err}");
+    }
+    let _ = recv.kill();
+    let out = recv.wait_with_output().unwrap();
+    let reports = String::from_utf8_lossy(&out.stdout);
+    assert!(reports.contains("<- 127.0.0.1:"), "{reports}");
+    assert!(reports.contains("<- [::1]:"), "{reports}");
+    assert!(!reports.contains("ffff"), "{reports}");
+}

@@ -26,6 +26,11 @@ pub struct SocketConfig {
     pub gro: bool,
     /// Set `SO_REUSEPORT` before binding (several sockets sharing one port). Default off.
     pub reuse_port: bool,
+    /// A UDP socket bound to the unspecified IPv6 address (`[::]`) takes IPv4 peers too
+    /// (`IPV6_V6ONLY` off); they appear as IPv4 addresses both ways (received from `1.2.3.4`,
+    /// not `::ffff:1.2.3.4`, and sent to the same), so a caller never sees a mapped address.
+    /// Default off: every other IPv6 socket is IPv6 only. Ignored by raw IP sockets.
+    pub dual_stack: bool,
 }
 
 impl SocketConfig {
@@ -41,6 +46,7 @@ impl Default for SocketConfig {
             gso: true,
             gro: true,
             reuse_port: false,
+            dual_stack: false,
         }
     }
 }

@@ -191,7 +191,7 @@ impl RawIpSocket {
             sock: &self.socket,
             counters: &self.counters,
             gso_segments: &self.gso_segments,
-            v6: self.v6,
+            family: crate::send::Family::of(self.v6),
             // Same limit as UDP so a driver's batching does not depend on the carrier.
             max_payload: crate::send::max_udp_payload(self.v6),
         }

@@ -3,6 +3,7 @@
 
 use std::{
     io,
+    net::{SocketAddr, SocketAddrV6},
     sync::atomic::{AtomicUsize, Ordering::Relaxed},
     time::Duration,
 };
@@ -35,31 +36,87 @@ fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)
 }
 
+/// The destinations a socket takes: its own family's, or (a dual-stack IPv6 socket) both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Family {
+    V4,
+    V6,
+    /// IPv6 with `IPV6_V6ONLY` off: IPv4 destinations go out as `::ffff:a.b.c.d`.
+    Dual,
+}
+
+impl Family {
+    pub(crate) fn of(v6: bool) -> Family {
+        if v6 {
+            Family::V6
+        } else {
+            Family::V4
+        }
+    }
+
+    fn accepts(self, destination: SocketAddr) -> bool {
+        match self {
+            Family::V4 => destination.is_ipv4(),
+            Family::V6 => destination.is_ipv6(),
+            Family::Dual => true,
+        }
+    }
+
+    /// The kernel's form of `destination`: an IPv4 one mapped into IPv6 on a dual-stack socket.
+    pub(crate) fn sockaddr(self, destination: SocketAddr) -> SockAddr {
+        match (self, destination) {
+            (Family::Dual, SocketAddr::V4(a)) => SockAddr::from(SocketAddr::V6(SocketAddrV6::new(
+                a.ip().to_ipv6_mapped(),
+                a.port(),
+                0,
+                0,
+            ))),
+            _ => SockAddr::from(destination),
+        }
+    }
+
+    /// Largest payload of one UDP datagram to any destination this socket takes.
+    pub(crate) fn max_payload(self) -> usize {
+        max_udp_payload(self == Family::V6)
+    }
+}
+
+/// A received address as the caller knows it: an IPv4 peer of a dual-stack socket as IPv4.
+pub(crate) fn canonical(a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(ip) => SocketAddr::new(ip.into(), v6.port()),
+            None => a,
+        },
+        v4 => v4,
+    }
+}
+
 /// Rejects transmits the kernel would refuse for reasons that have nothing to do with GSO, before
 /// any syscall: their `EINVAL` must not be mistaken for "this device cannot segment".
-pub(crate) fn check(t: &Transmit<'_>, v6: bool, max_payload: usize) -> io::Result<()> {
+pub(crate) fn check(t: &Transmit<'_>, family: Family, max_payload: usize) -> io::Result<()> {
     check_shape(
         t.destination,
         t.contents.len(),
         t.datagram_count(),
-        v6,
+        family,
         max_payload,
     )
 }
 
 /// [`check`] on a transmit's destination, length and datagram count.
 fn check_shape(
-    destination: std::net::SocketAddr,
+    destination: SocketAddr,
     len: usize,
     count: usize,
-    v6: bool,
+    family: Family,
     max_payload: usize,
 ) -> io::Result<()> {
-    if destination.is_ipv6() != v6 {
+    if !family.accepts(destination) {
         return Err(invalid(format!(
             "destination {} is not in the socket's address family (IPv{})",
             destination,
-            if v6 { 6 } else { 4 }
+            if family == Family::V4 { 4 } else { 6 }
         )));
     }
     if count > 1 {
@@ -155,15 +212,15 @@ pub(crate) struct Sender<'s> {
     pub(crate) counters: &'s Counters,
     /// Segments per GSO send; 1 when GSO is off or was turned off at run time.
     pub(crate) gso_segments: &'s AtomicUsize,
-    pub(crate) v6: bool,
+    pub(crate) family: Family,
     pub(crate) max_payload: usize,
 }
 
 impl Sender<'_> {
     /// [`crate::UdpSocket::send`].
     pub(crate) fn send(&self, t: &Transmit<'_>) -> io::Result<()> {
-        check(t, self.v6, self.max_payload)?;
-        let dst = SockAddr::from(t.destination);
+        check(t, self.family, self.max_payload)?;
+        let dst = self.family.sockaddr(t.destination);
         let seg = t.effective_segment_size();
         let count = t.datagram_count();
         if count == 1 {
@@ -255,7 +312,7 @@ impl Sender<'_> {
                 _ => len,
             };
             let count = crate::datagram::segment_count(len, seg);
-            check_shape(t.destination, len, count, self.v6, self.max_payload)?;
+            check_shape(t.destination, len, count, self.family, self.max_payload)?;
             counts[i] = count;
             lens[i] = len;
             // check_shape() bounded trains below 65,536 bytes: the conversion cannot fail.
@@ -267,7 +324,7 @@ impl Sender<'_> {
         }
         let addrs: [SockAddr; BATCH] = std::array::from_fn(|i| {
             let a = ts.get(i).map_or(first.destination, |t| t.destination);
-            SockAddr::from(a)
+            self.family.sockaddr(a)
         });
         let mut msgs = [OutMsgGather {
             dst: &addrs[0],
@@ -306,7 +363,7 @@ impl Sender<'_> {
             return Ok(0);
         };
         for t in ts {
-            check(t, self.v6, self.max_payload)?;
+            check(t, self.family, self.max_payload)?;
         }
         let gso_on = self.gso_segments.load(Relaxed) > 1;
         if !gso_on && ts.iter().any(|t| t.datagram_count() > 1) {
@@ -320,7 +377,7 @@ impl Sender<'_> {
         }
         let addrs: [SockAddr; BATCH] = std::array::from_fn(|i| {
             let a = ts.get(i).map_or(first.destination, |t| t.destination);
-            SockAddr::from(a)
+            self.family.sockaddr(a)
         });
         let mut msgs = [OutMsg {
             dst: &addrs[0],

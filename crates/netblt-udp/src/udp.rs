@@ -12,12 +12,13 @@ use tracing::debug;
 
 use crate::{
     config::{apply_buffers, SocketConfig},
-    send::{max_udp_payload, Sender},
+    send::{canonical, Family, Sender},
     stats::Counters,
     sys, DatagramSocket, GatherTransmit, IoStats, Readiness, RecvMeta, Transmit,
 };
 
-/// A non-blocking UDP socket tuned for bulk transfer (IPv4, or IPv6 with `IPV6_V6ONLY`).
+/// A non-blocking UDP socket tuned for bulk transfer (IPv4, or IPv6 with `IPV6_V6ONLY` unless
+/// bound dual-stack to `[::]`).
 ///
 /// Share it between a sending and a receiving thread by reference (`&UdpSocket` is `Sync`).
 ///
@@ -52,7 +53,7 @@ use crate::{
 #[derive(Debug)]
 pub struct UdpSocket {
     socket: Socket,
-    v6: bool,
+    family: Family,
     /// Live GSO limit: drops to 1 for good if the kernel refuses a GSO send.
     gso_segments: AtomicUsize,
     gro_segments: usize,
@@ -62,15 +63,18 @@ pub struct UdpSocket {
 
 impl UdpSocket {
     /// Opens, configures and binds a socket. An IPv6 address gets `IPV6_V6ONLY` (no dual stack:
-    /// a v6 socket never sees v4-mapped peers, so addresses compare as expected).
+    /// a v6 socket never sees v4-mapped peers, so addresses compare as expected), except the
+    /// unspecified one (`[::]`) with [`SocketConfig::dual_stack`]: that socket takes IPv4 peers
+    /// too, and shows and takes their addresses as IPv4 ones.
     ///
     /// Options are set before `bind`, so that `SO_REUSEPORT` applies and the buffers are in place
     /// before the first datagram can arrive.
     pub fn bind(addr: SocketAddr, cfg: &SocketConfig) -> io::Result<UdpSocket> {
         let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
         let v6 = addr.is_ipv6();
+        let dual = v6 && cfg.dual_stack && addr.ip().is_unspecified();
         if v6 {
-            socket.set_only_v6(true)?;
+            socket.set_only_v6(!dual)?;
         }
         if cfg.reuse_port {
             set_reuse_port(&socket)?;
@@ -82,7 +86,7 @@ impl UdpSocket {
         socket.bind(&addr.into())?;
         let this = UdpSocket {
             socket,
-            v6,
+            family: if dual { Family::Dual } else { Family::of(v6) },
             gso_segments: AtomicUsize::new(if gso { sys::GSO_SEGMENTS } else { 1 }),
             gro_segments: if gro { sys::GRO_SEGMENTS } else { 1 },
             granted,
@@ -90,7 +94,7 @@ impl UdpSocket {
         };
         debug!(
             local = ?this.local_addr().ok(),
-            gso, gro,
+            gso, gro, dual,
             recv_buffer = granted.0,
             send_buffer = granted.1,
             "UDP socket bound"
@@ -172,7 +176,10 @@ impl UdpSocket {
     /// `meta[i].truncated` (never a panic). `WouldBlock` when nothing is queued.
     pub fn recv(&self, bufs: &mut [IoSliceMut<'_>], meta: &mut [RecvMeta]) -> io::Result<usize> {
         let n = sys::recv_many(&self.socket, &self.counters, bufs, meta)?;
-        for m in meta.iter().take(n) {
+        for m in meta.iter_mut().take(n) {
+            if self.family == Family::Dual {
+                m.addr = canonical(m.addr);
+            }
             self.counters.received(m.datagram_count(), m.len);
             if m.truncated {
                 self.counters.truncated();
@@ -203,8 +210,8 @@ impl UdpSocket {
             sock: &self.socket,
             counters: &self.counters,
             gso_segments: &self.gso_segments,
-            v6: self.v6,
-            max_payload: max_udp_payload(self.v6),
+            family: self.family,
+            max_payload: self.family.max_payload(),
         }
     }
 }

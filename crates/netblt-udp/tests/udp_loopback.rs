@@ -66,6 +66,61 @@ fn ipv6_round_trip() {
 }
 
 #[test]
+fn dual_stack_takes_both_families_and_shows_ipv4_as_ipv4() {
+    let dual = SocketConfig {
+        dual_stack: true,
+        ..SocketConfig::default()
+    };
+    let rx = UdpSocket::bind(addr("[::]:0"), &dual).expect("bind dual");
+    let port = rx.local_addr().expect("addr").port();
+    let v4 = UdpSocket::bind(addr("127.0.0.1:0"), &SocketConfig::default()).expect("v4");
+    let v6 = UdpSocket::bind(addr("[::1]:0"), &SocketConfig::default()).expect("v6");
+    for (tx, to) in [(&v4, "127.0.0.1"), (&v6, "::1")] {
+        let dst = SocketAddr::new(to.parse().expect("ip"), port);
+        let data = train();
+        tx.send(&Transmit {
+            destination: dst,
+            contents: &data,
+            segment_size: Some(1000),
+        })
+        .expect("send");
+        let got = recv_n(&rx, 11);
+        assert_eq!(got.datagrams, expected_segments(&data, 1000));
+        // The peer as it knows itself: 127.0.0.1, not ::ffff:127.0.0.1.
+        let from = tx.local_addr().expect("tx addr");
+        assert!(got.metas.iter().all(|m| m.addr == from), "{:?}", got.metas);
+        // And the answer goes back to that address, a GSO train included.
+        rx.send(&Transmit {
+            destination: from,
+            contents: &data,
+            segment_size: Some(1000),
+        })
+        .expect("answer");
+        let back = recv_n(tx, 11);
+        assert_eq!(back.datagrams, expected_segments(&data, 1000));
+        assert!(back.metas.iter().all(|m| m.addr.port() == port));
+    }
+    // Without the option, or on another address, IPv6 stays IPv6 only.
+    let only = UdpSocket::bind(addr("[::]:0"), &SocketConfig::default()).expect("bind v6");
+    let err = only
+        .send(&Transmit {
+            destination: addr("127.0.0.1:9"),
+            contents: b"x",
+            segment_size: None,
+        })
+        .expect_err("an IPv4 destination on an IPv6-only socket");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    let specific = UdpSocket::bind(addr("[::1]:0"), &dual).expect("bind ::1");
+    assert!(specific
+        .send(&Transmit {
+            destination: addr("127.0.0.1:9"),
+            contents: b"x",
+            segment_size: None,
+        })
+        .is_err());
+}
+
+#[test]
 fn buffers_are_reported() {
     let s = UdpSocket::bind(addr("127.0.0.1:0"), &SocketConfig::default()).expect("bind");
     let (r, w) = s.granted_buffers();

@@ -594,10 +594,10 @@ fn receiver_side(
     d.say(
         Limit::Path,
         format!(
-            "limited by the sender's pace over the path: {} received{announced}, {} RTT, {} loss",
+            "limited by the sender's pace over the path: {} received{announced}, {} RTT, {}",
             rate(i.achieved_bps),
             i.rtt_ms.map_or("-".into(), ms),
-            pct1(loss)
+            loss_phrase(loss, "")
         ),
     )
 }
@@ -663,12 +663,7 @@ fn path(i: &LimitInputs, fixed_loss: Option<f64>, mut d: Verdict) -> Diagnosis {
         )),
         None => {
             d.fig("noise_loss", i.noise_loss);
-            // "0.0 % loss treated as noise" read as if loss had been seen.
-            parts.push(if i.noise_loss < 0.0005 {
-                "no loss".into()
-            } else {
-                format!("{} loss treated as noise", pct1(i.noise_loss))
-            });
+            parts.push(loss_phrase(i.noise_loss, " treated as noise"));
             if i.congestion_events > 0 {
                 d.fig("congestion_events", i.congestion_events as f64);
                 parts.push(format!(
@@ -715,6 +710,16 @@ fn ratio(a: u64, b: u64) -> f64 {
 
 fn pct(x: f64) -> String {
     format!("{:.0} %", x * 100.0)
+}
+
+/// "1.0 % loss" (and `what`), or "no loss" where that would read "0.0 %",
+/// which sounds as if some had been seen.
+fn loss_phrase(x: f64, what: &str) -> String {
+    if x < 0.0005 {
+        "no loss".into()
+    } else {
+        format!("{} loss{what}", pct1(x))
+    }
 }
 
 fn pct1(x: f64) -> String {

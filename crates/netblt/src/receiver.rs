@@ -60,7 +60,9 @@ pub struct ReceiverSummary {
 impl Receiver {
     /// Binds the listening socket: UDP on `addr` (port 0: any free port), or
     /// with [`ReceiverOptions::raw_ip`] IP protocol 30 with `addr`'s port as
-    /// the NETBLT port.
+    /// the NETBLT port. Over UDP, `[::]` takes IPv6 and IPv4 peers both (an
+    /// IPv4 peer is seen, and reported, with its IPv4 address); any other
+    /// address takes its own family only.
     pub fn bind(addr: SocketAddr, opts: ReceiverOptions) -> Result<Receiver, Error> {
         let sock = bind(&passive_options(addr, &opts))?;
         Ok(Receiver {
@@ -122,7 +124,6 @@ impl Receiver {
         let mut svc = Policy {
             data,
             opts: self.opts,
-            v6: self.listen.is_ipv6(),
             summary: ReceiverSummary::default(),
         };
         let junk = run_passive(
@@ -162,7 +163,6 @@ enum Data {
 struct Policy {
     data: Data,
     opts: ReceiverOptions,
-    v6: bool,
     summary: ReceiverSummary,
 }
 
@@ -378,10 +378,12 @@ impl Service for Policy {
     fn incoming(&mut self, inc: &Incoming, waker: &Arc<Waker>) -> Result<Accept<Transfer>, String> {
         let req = Request::decode(&inc.client)?;
         let (plan, name, resp) = self.plan(inc, req)?;
+        // The peer's family, not the socket's: a dual-stack `[::]` socket
+        // has IPv4 peers too, whose datagrams may be 20 bytes larger.
         let mut cfg = config(
             passive_limits(),
             death_secs(self.opts.death_timer),
-            self.v6,
+            inc.remote.is_ipv6(),
             passive_rate(),
         );
         cfg.params = passive_limits_for(&inc.offer);

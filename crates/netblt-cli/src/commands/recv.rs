@@ -18,12 +18,12 @@ use crate::progress::{default_sigpipe, stop_flag};
 
 #[derive(Debug, Args)]
 pub struct RecvArgs {
-    /// Address and port to listen on (UDP; with --raw-ip the port is the
-    /// NETBLT port). One family: `[::]:9998` is IPv6 only; for both, run a
-    /// second receiver on the other (a sender tries each of a name's
-    /// addresses while the host refuses).
-    #[arg(long, default_value = "0.0.0.0:9998")]
-    pub listen: SocketAddr,
+    /// Address and port to listen on. Default `[::]:9998`: UDP over IPv6
+    /// and IPv4 both (`0.0.0.0:9998` where the host has no IPv6, or with
+    /// --raw-ip, whose port is the NETBLT port); `[::]:PORT` takes both
+    /// families, any other address only its own.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
     /// Directory received files go to (and --serve reads from). A bundle
     /// (`netblt send DIR`) is unpacked below it: nothing is written
     /// outside, links are never followed, files appear only once the whole
@@ -124,6 +124,20 @@ impl DataHandler for Stdout {
     }
 }
 
+/// `[::]:9998` (dual-stack over UDP) where the host has IPv6, else
+/// `0.0.0.0:9998`; always IPv4 over raw IP (RFC 998's protocol 30 is an
+/// IPv4 protocol number, and a raw IPv6 socket sees no IPv4 traffic).
+fn default_listen(raw_ip: bool) -> SocketAddr {
+    let port = netblt::DEFAULT_PORT;
+    let any6 = SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port));
+    let v6 = !raw_ip && std::net::UdpSocket::bind((std::net::Ipv6Addr::UNSPECIFIED, 0)).is_ok();
+    if v6 {
+        any6
+    } else {
+        SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, port))
+    }
+}
+
 pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
     default_sigpipe();
     if !a.sink && !a.stdout {
@@ -151,13 +165,16 @@ pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
     opts.on_transfer = Some(std::sync::Arc::new(
         move |r: &TransferReport, j: &JunkCounts| print_report(r, j, json, to_stderr),
     ));
-    let receiver = Receiver::bind(a.listen, opts).map_err(CliError::from)?;
+    let listen = a.listen.unwrap_or_else(|| default_listen(a.raw_ip));
+    let receiver = Receiver::bind(listen, opts).map_err(CliError::from)?;
     if !a.json {
         eprintln!(
             "netblt: listening on {}{} ({})",
             receiver.local_addr(),
             if a.raw_ip {
                 " (IP protocol 30)"
+            } else if listen.is_ipv6() && listen.ip().is_unspecified() {
+                " (UDP, IPv6 and IPv4)"
             } else {
                 " (UDP)"
             },

@@ -32,9 +32,14 @@ fn unspecified(v6: bool) -> IpAddr {
 }
 
 impl NetSocket {
-    /// Binds a listening socket (the passive end).
+    /// Binds a listening socket (the passive end). Over UDP, `[::]` is
+    /// dual-stack: IPv4 peers reach it too and are seen as IPv4 addresses
+    /// (decision F10).
     pub(crate) fn listen(addr: SocketAddr, raw: bool) -> io::Result<NetSocket> {
-        let cfg = SocketConfig::default();
+        let cfg = SocketConfig {
+            dual_stack: true,
+            ..SocketConfig::default()
+        };
         if raw {
             Ok(NetSocket::Raw(RawIpSocket::bind(
                 addr.ip(),
