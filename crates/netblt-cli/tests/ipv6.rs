@@ -9,23 +9,34 @@ use std::time::Duration;
 
 use common::{bin, run};
 
-#[test]
-fn bench_over_ipv6_loopback() {
-    let Ok(probe) = std::net::UdpSocket::bind("[::1]:0") else {
-        eprintln!("skipping: no IPv6 loopback");
-        return;
-    };
-    let port = probe.local_addr().unwrap().port();
-    drop(probe);
-    let addr = format!("[::1]:{port}");
+/// A free UDP port on `ip` (bound and let go), or `None` without IPv6.
+fn free_port(ip: &str) -> Option<u16> {
+    let probe = std::net::UdpSocket::bind(format!("[{ip}]:0")).ok()?;
+    Some(probe.local_addr().ok()?.port())
+}
+
+/// `netblt recv --sink` with `args`, once it has said its first line.
+fn start_recv(args: &[&str], stdout: Stdio) -> (std::process::Child, String) {
     let mut recv = Command::new(bin())
-        .args(["recv", "--sink", "--once", "--listen", &addr])
+        .args(["recv", "--sink"])
+        .args(args)
         .stderr(Stdio::piped())
-        .stdout(Stdio::null())
+        .stdout(stdout)
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(recv.stderr.take().unwrap()).lines();
     let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    (recv, first)
+}
+
+#[test]
+fn bench_over_ipv6_loopback() {
+    let Some(port) = free_port("::1") else {
+        eprintln!("skipping: no IPv6 loopback");
+        return;
+    };
+    let addr = format!("[::1]:{port}");
+    let (mut recv, first) = start_recv(&["--once", "--listen", &addr], Stdio::null());
     assert!(first.contains("listening"), "recv did not start: {first}");
     let (code, out, err) = run(
         &["bench", &addr, "--size", "5MB", "--json"],
@@ -43,21 +54,12 @@ fn the_default_listener_takes_ipv4_and_ipv6() {
     // `[::]` (recv's default address) is dual-stack: an IPv4 sender and an
     // IPv6 one both reach it, and the IPv4 peer is shown as such, not as
     // `::ffff:127.0.0.1`.
-    let Ok(probe) = std::net::UdpSocket::bind("[::]:0") else {
+    let Some(port) = free_port("::") else {
         eprintln!("skipping: no IPv6");
         return;
     };
-    let port = probe.local_addr().unwrap().port();
-    drop(probe);
     let listen = format!("[::]:{port}");
-    let mut recv = Command::new(bin())
-        .args(["recv", "--sink", "--listen", &listen])
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(recv.stderr.take().unwrap()).lines();
-    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    let (mut recv, first) = start_recv(&["--listen", &listen], Stdio::piped());
     assert!(
         first.contains("IPv6 and IPv4"),
         "recv did not start: {first}"
