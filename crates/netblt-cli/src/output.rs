@@ -14,14 +14,31 @@ pub fn line(r: &TransferReport) -> String {
     };
     // A bundle: its files and directories, then the stream's length.
     let files = r.files.as_ref().map_or(String::new(), |f| {
+        // A receiver's files that were already there, byte for byte.
+        let unchanged = if f.unchanged > 0 {
+            format!(
+                "; {} already there, unchanged ({})",
+                f.unchanged,
+                fmt_bytes(f.unchanged_bytes)
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "{} files and {} directories ({}), as ",
+            "{} files and {} directories ({}){unchanged}, as ",
             f.files,
             f.dirs,
             fmt_bytes(f.bytes)
         )
     });
     match &r.error {
+        // `--resume` of a file the receiver already had whole.
+        None if r.digest.is_none() && r.resumed_from == Some(r.bytes) => format!(
+            "{} {arrow} {}: {} already there (same size and modification time): nothing sent",
+            r.name,
+            r.peer,
+            fmt_bytes(r.bytes)
+        ),
         None => format!(
             "{} {arrow} {}: {files}{} in {:.2} s, {} (steady {}), {}{}",
             r.name,

@@ -277,6 +277,31 @@ fn a_file_in_the_way_is_reported_while_the_others_arrive() {
     assert!(temp_files(dst.path()).is_empty());
 }
 
+#[test]
+fn sending_a_directory_again_leaves_what_is_there() {
+    // The second send of the same tree succeeds: every file is already
+    // there byte for byte (M13), and the receiver says so.
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    for n in ["a", "b", "sub/c"] {
+        write(&src.path().join("t").join(n), n.repeat(5000).as_bytes());
+    }
+    let t = src.path().join("t");
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
+    for _ in 0..2 {
+        let (code, _, err) = run(&["send", t.to_str().unwrap(), &r.addr], T);
+        assert_eq!(code, Some(0), "{err}");
+    }
+    let rout = r.stop();
+    let second = rout.lines().nth(1).unwrap_or_default();
+    assert!(second.contains("3 already there, unchanged"), "{rout}");
+    assert_eq!(
+        std::fs::read(dst.path().join("t/sub/c")).unwrap(),
+        "sub/c".repeat(5000).as_bytes()
+    );
+    assert!(temp_files(dst.path()).is_empty());
+}
+
 fn root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }

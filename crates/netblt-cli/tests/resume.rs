@@ -110,6 +110,20 @@ fn killed_sender_resumes_with_the_rest_only() {
     // The sender's modification time and permission bits came along.
     let m = std::fs::metadata(dst.path().join("big")).unwrap();
     assert_eq!(m.modified().unwrap(), mtime);
+    // Resumed again once complete: nothing is left to send (M13).
+    let v = send_json(&["send", f.to_str().unwrap(), &r.addr, "--resume", "--json"]);
+    assert_eq!(sent_fraction(&v), 0.0, "{v}");
+    assert!(
+        v["digest"].is_null(),
+        "nothing was sent, nothing verified: {v}"
+    );
+    let (code, out, err) = run(&["send", f.to_str().unwrap(), &r.addr, "--resume"], T);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("already there (same size and modification time): nothing sent"));
+    // Without --resume the file that is there is still not replaced.
+    let (code, _, err) = run(&["send", f.to_str().unwrap(), &r.addr], T);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("file exists"), "{err}");
 }
 
 #[test]

@@ -12,8 +12,7 @@ use netblt_proto::{Connection, Mode};
 
 use crate::app::bundle::pack::Packer;
 use crate::app::bundle::{Bundle, FilesReport};
-use crate::app::meta::Response;
-use crate::app::meta::{Have, Request};
+use crate::app::meta::{Have, Request, Response, ALREADY_THERE};
 use crate::app::names::{sanitize, walk};
 use crate::app::params::config;
 use crate::app::partial::PartFile;
@@ -201,7 +200,7 @@ fn put(
     // A resumed transfer's length is not known before the RESPONSE: "not
     // given" (RFC 998 §3: the transfer size is informational).
     let transfer_size = size.filter(|_| !resume).map(|s| s + DIGEST_LEN as u64);
-    run(
+    let mut report = run(
         addr,
         Mode::Write,
         transfer_size,
@@ -209,8 +208,18 @@ fn put(
         transfer,
         &waker,
         opts,
-    )?
-    .into_result()
+    )?;
+    // The receiver has the whole file already (M13): nothing to send.
+    let done = report
+        .error
+        .as_ref()
+        .is_some_and(|e| e.to_string().contains(ALREADY_THERE));
+    if let (true, true, Some(size)) = (resume, done, size) {
+        report.error = None;
+        report.bytes = size;
+        report.resumed_from = Some(size);
+    }
+    report.into_result()
 }
 
 /// The files [`send_dir`] sends for `paths` (files or directories), with

@@ -11,7 +11,7 @@ use std::time::Duration;
 use netblt_proto::{Connection, Incoming, Mode};
 
 use crate::app::bundle::unpack::Unpacker;
-use crate::app::meta::{Request, Response};
+use crate::app::meta::{Request, Response, ALREADY_THERE};
 use crate::app::names::resolve;
 use crate::app::params::{config, passive_limits, passive_limits_for, passive_rate};
 use crate::app::partial::{parse_digest, PartFile};
@@ -152,6 +152,14 @@ fn passive_options(listen: SocketAddr, o: &ReceiverOptions) -> PassiveOptions {
     }
 }
 
+/// `path` is a regular file (not a link) of `size` bytes modified at
+/// `mtime` (nanoseconds), both given.
+fn complete(path: &Path, size: Option<u64>, mtime: Option<i64>) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| {
+        m.is_file() && Some(m.len()) == size && mtime.is_some() && mtime_ns(&m) == mtime
+    })
+}
+
 /// Where the data of WRITE transfers go.
 enum Data {
     Dir(PathBuf),
@@ -187,6 +195,12 @@ impl Policy {
             Data::Discard => Ok((Target::Discard, Response::default())),
             Data::Dir(dir) => {
                 let path = resolve(dir, name, true)?;
+                // A resumed put of a file that arrived whole before (the
+                // sender was stopped after the end, or is run again): the
+                // same size and modification time is done already.
+                if m.resume && m.size.is_some() && complete(&path, m.size, m.mtime) {
+                    return Err(ALREADY_THERE.into());
+                }
                 let mut part =
                     PartFile::open(&path, self.opts.overwrite).map_err(|e| e.peer_reason)?;
                 part.ident = m.size.zip(m.mtime);

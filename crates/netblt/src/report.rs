@@ -152,7 +152,9 @@ pub struct TransferReport {
     /// measured counters: active end, successful transfers only.
     pub limit: Option<Diagnosis>,
     /// A resumed transfer: bytes of the file that were already at the
-    /// receiver and were not sent (`bytes` counts the whole file).
+    /// receiver and were not sent (`bytes` counts the whole file). Equal to
+    /// `bytes`, with no `digest`: the receiver had the whole file (same size
+    /// and modification time) and nothing was sent or verified.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resumed_from: Option<u64>,
     /// Something the user should know: a partial copy discarded because the

@@ -46,7 +46,8 @@ pub struct SendArgs {
     /// and a journal of verified 1 MiB units; if the file's name, size and
     /// modification time match, and the prefix's hash matches this file,
     /// only the rest is sent (the whole file is still verified). Otherwise
-    /// the file is sent whole.
+    /// the file is sent whole. A file the receiver already has whole, with
+    /// the same size and modification time, is not sent again.
     #[arg(long)]
     pub resume: bool,
     /// Connections at once. A bundle is dealt into N bundles of about equal

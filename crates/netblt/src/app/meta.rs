@@ -36,6 +36,12 @@ use serde::{Deserialize, Serialize};
 pub(crate) const VERSION: u32 = 1;
 /// Longest name we send or accept, in bytes.
 pub(crate) const MAX_NAME: usize = 4096;
+/// The refusal of a resumed put whose file is already at the receiver,
+/// complete: same size and modification time (rsync's and ascp's quick
+/// check; decision M13). The sender reads it as "nothing to send".
+pub(crate) const ALREADY_THERE: &str =
+    "already there: same size and modification time (nothing to resume)";
+
 /// Bytes of the offset that starts a resumed transfer.
 pub(crate) const OFFSET_LEN: usize = 8;
 

@@ -94,6 +94,22 @@ impl Dir {
         Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
+    /// Opens the regular file `name` for reading, never through a link
+    /// (`O_NOFOLLOW`: a link fails with `ELOOP`).
+    pub(crate) fn open_read(&self, name: &[u8]) -> io::Result<File> {
+        let n = cstr(name)?;
+        // SAFETY: our directory fd and a valid name; the fd is owned below.
+        let fd = check(unsafe {
+            libc::openat(
+                self.0.as_raw_fd(),
+                n.as_ptr(),
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        })?;
+        // SAFETY: a fresh descriptor we own.
+        Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
     /// What `name` is (`fstatat` with `AT_SYMLINK_NOFOLLOW`).
     pub(crate) fn find(&self, name: &[u8]) -> io::Result<Found> {
         let n = cstr(name)?;

@@ -106,6 +106,11 @@ pub struct FilesReport {
     /// Sender: symbolic links, devices, sockets and FIFOs inside the
     /// directories, which are never sent.
     pub not_regular: u64,
+    /// Receiver: files already there with the same bytes, left as they
+    /// were (not counted in `files`).
+    pub unchanged: u64,
+    /// Bytes of those files.
+    pub unchanged_bytes: u64,
 }
 
 impl FilesReport {
@@ -132,7 +137,7 @@ impl FilesReport {
         let mut s = format!(
             "{} of {} entries could not be stored at the receiver",
             self.failures(),
-            self.failures() + self.files + self.dirs
+            self.failures() + self.files + self.dirs + self.unchanged
         );
         let mut shown = 0u64;
         for f in &self.failed {

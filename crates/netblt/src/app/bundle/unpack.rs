@@ -19,6 +19,11 @@
 //!   commit. Files are created with `O_CREAT | O_EXCL | O_NOFOLLOW` and get
 //!   their mode and time when their bytes are complete. Whole blocks of
 //!   zeros are left as holes ([`crate::app::holes`], decision M10).
+//! * A file that is already there (without `--force`) is compared with the
+//!   bytes as they arrive: the same size and the same bytes leave it as it
+//!   is and count as unchanged, so sending a directory again succeeds
+//!   (decision M13); any difference fails that entry ("file exists and
+//!   differs").
 //! * A failure of one entry (the name, permission denied, a file or a
 //!   directory in the way) is recorded and that entry's bytes dropped; a
 //!   full disk, a quota or a read-only file system fails the transfer.
@@ -65,6 +70,32 @@ enum Make {
     Stage,
 }
 
+/// A file already there, compared with the entry's bytes as they arrive.
+struct Compare {
+    file: std::fs::File,
+    shown: String,
+    size: u64,
+    /// No difference so far.
+    same: bool,
+    scratch: Vec<u8>,
+}
+
+impl Compare {
+    /// The next `bytes` of the entry against the file's next bytes. A read
+    /// error or a short file counts as a difference.
+    fn compare(&mut self, bytes: &[u8]) {
+        use std::io::Read;
+        if !self.same {
+            return;
+        }
+        self.scratch.resize(bytes.len(), 0);
+        self.same = self.file.read_exact(&mut self.scratch).is_ok() && self.scratch == bytes;
+    }
+}
+
+/// Why an existing file was not left as the entry's: its bytes differ.
+const DIFFERS: &str = "file exists and differs (use --force on the receiver)";
+
 /// The file being written.
 struct Current {
     file: HoleWriter,
@@ -83,6 +114,8 @@ pub(crate) struct Unpacker {
     /// The directory last opened: its path (joined with '/') and handle.
     cache: Option<(Vec<u8>, Dir)>,
     current: Option<Current>,
+    /// The entry being compared with a file already there.
+    comparing: Option<Compare>,
     /// An entry whose data are being dropped (it failed).
     dropping: bool,
     pending: Vec<Pending>,
@@ -151,6 +184,7 @@ impl Unpacker {
             parser: Parser::new(),
             cache: None,
             current: None,
+            comparing: None,
             dropping: false,
             pending: Vec::new(),
             staged: Vec::new(),
@@ -183,7 +217,9 @@ impl Unpacker {
 
     fn fail(&mut self, name: String, reason: impl Into<String>) {
         let f = FileFailure::new(name, reason);
-        tracing::warn!("{f}");
+        // Debug, not warn: the report lists every failure, and the tool
+        // prints that list (a warning too printed each line twice).
+        tracing::debug!("{f}");
         self.report.fail(f);
     }
 
@@ -316,6 +352,37 @@ impl Unpacker {
     }
 
     /// A name's components, each checked against `NAME_MAX`.
+    /// A regular file of the entry's name is already there: compare it
+    /// with the entry's bytes instead of writing them (`Ok(true)`), or say
+    /// at once that it differs (its size). `Ok(false)`: nothing of that
+    /// name, or something `file_start` refuses by its own rules.
+    fn compare_start(
+        &mut self,
+        parent: &[u8],
+        name: &[u8],
+        meta: &EntryMeta,
+        shown: &str,
+    ) -> std::io::Result<bool> {
+        let d = self.open_dir(parent, false)?;
+        if d.find(name)? != Found::File {
+            return Ok(false);
+        }
+        let file = d.open_read(name)?;
+        let size = file.metadata()?.len();
+        if size != meta.size {
+            return Err(std::io::Error::other(DIFFERS));
+        }
+        self.dropping = true;
+        self.comparing = Some(Compare {
+            file,
+            shown: shown.to_string(),
+            size,
+            same: true,
+            scratch: Vec::new(),
+        });
+        Ok(true)
+    }
+
     fn check_name<'a>(&self, name: &'a [u8]) -> Result<Vec<&'a [u8]>, &'static str> {
         let parts = components(name)?;
         if parts.iter().any(|p| p.len() > self.name_max) {
@@ -513,6 +580,7 @@ impl Visitor for Unpacker {
 
     fn file_start(&mut self, meta: &EntryMeta) {
         self.current = None;
+        self.comparing = None;
         self.dropping = true;
         let shown = lossy(&meta.name);
         let (parent, name) = match self.check_name(strip_dot(&meta.name)) {
@@ -530,6 +598,13 @@ impl Visitor for Unpacker {
             None => self.tmp_name(&name),
         };
         let force = self.force;
+        if staged.is_none() && !force {
+            match self.compare_start(&parent, &name, meta, &shown) {
+                Ok(true) => return,
+                Ok(false) => {}
+                Err(e) => return self.fail_io(shown, &e),
+            }
+        }
         let opened = self.open_dir(&parent, false).and_then(|d| {
             if staged.is_some() {
                 // Only the stream itself can have put something there.
@@ -571,6 +646,10 @@ impl Visitor for Unpacker {
     }
 
     fn data(&mut self, bytes: &[u8]) -> Result<(), String> {
+        if let Some(c) = self.comparing.as_mut() {
+            c.compare(bytes);
+            return Ok(());
+        }
         if self.dropping {
             return Ok(());
         }
@@ -592,6 +671,14 @@ impl Visitor for Unpacker {
     }
 
     fn file_end(&mut self) {
+        if let Some(c) = self.comparing.take() {
+            return if c.same {
+                self.report.unchanged += 1;
+                self.report.unchanged_bytes += c.size;
+            } else {
+                self.fail(c.shown, DIFFERS);
+            };
+        }
         let Some(c) = self.current.take() else {
             return;
         };
@@ -706,10 +793,7 @@ mod tests {
         let reasons: Vec<_> = r.failed.iter().map(|f| f.reason.as_str()).collect();
         assert_eq!(
             reasons,
-            [
-                "file exists (use --force on the receiver)",
-                "name too long for the receiver's file system"
-            ]
+            [DIFFERS, "name too long for the receiver's file system"]
         );
         // No temporary file is left.
         let left: Vec<_> = std::fs::read_dir(&dst)
@@ -719,6 +803,63 @@ mod tests {
             .filter(|n| n.contains("netblt"))
             .collect();
         assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn a_file_already_there_with_the_same_bytes_is_unchanged() {
+        // Sending a directory again succeeds for what is already there
+        // (M13); a difference in size or bytes fails that file only, and a
+        // link in the way is never read through.
+        let t = tempfile::tempdir().unwrap();
+        let dst = t.path().join("dst");
+        std::fs::create_dir(&dst).unwrap();
+        let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(dst.join("same"), &big).unwrap();
+        std::fs::write(dst.join("late"), &big).unwrap();
+        std::fs::write(dst.join("short"), b"abc").unwrap();
+        std::fs::write(t.path().join("secret"), b"xyz").unwrap();
+        std::os::unix::fs::symlink(t.path().join("secret"), dst.join("link")).unwrap();
+        let mut late = big.clone();
+        late[299_999] ^= 1;
+        let mut s = Vec::new();
+        entry(&mut s, b"same", EntryKind::File, &big, 0o644);
+        entry(&mut s, b"late", EntryKind::File, &late, 0o644);
+        entry(&mut s, b"short", EntryKind::File, b"abcd", 0o644);
+        entry(&mut s, b"link", EntryKind::File, b"xyz", 0o644);
+        entry(&mut s, b"new", EntryKind::File, b"fresh", 0o644);
+        s.extend_from_slice(&END);
+        let mut u = Unpacker::new(&dst, false).unwrap();
+        // In pieces that cut the compared files anywhere.
+        for piece in s.chunks(7_777) {
+            u.push(piece).unwrap();
+        }
+        let r = u.commit().unwrap();
+        assert_eq!((r.unchanged, r.unchanged_bytes), (1, 300_000));
+        assert_eq!((r.files, r.bytes), (1, 5));
+        let failed: Vec<_> = r
+            .failed
+            .iter()
+            .map(|f| (f.name.as_str(), f.reason.as_str()))
+            .collect();
+        assert_eq!(
+            failed,
+            [
+                ("late", DIFFERS),
+                ("short", DIFFERS),
+                ("link", "file exists (use --force on the receiver)")
+            ]
+        );
+        assert_eq!(std::fs::read(dst.join("same")).unwrap(), big);
+        assert_eq!(std::fs::read(dst.join("late")).unwrap(), big);
+        assert_eq!(std::fs::read(dst.join("short")).unwrap(), b"abc");
+        assert_eq!(std::fs::read(dst.join("new")).unwrap(), b"fresh");
+        assert_eq!(std::fs::read(t.path().join("secret")).unwrap(), b"xyz");
+        // With --force every one is replaced, as before.
+        let mut u = Unpacker::new(&dst, true).unwrap();
+        u.push(&s).unwrap();
+        let r = u.commit().unwrap();
+        assert_eq!((r.unchanged, r.files, r.failures()), (0, 5, 0));
+        assert_eq!(std::fs::read(dst.join("late")).unwrap(), late);
     }
 
     #[test]
