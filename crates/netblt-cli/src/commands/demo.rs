@@ -240,13 +240,15 @@ pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
         );
         if let Some(rr) = &s.rate {
             println!(
-                "rate control (fair): {} at the end ({}), path estimate {}, base RTT {}, noise loss {:.2} %, {} congestion cuts",
-                fmt_rate(rr.rate_bps),
-                rr.reason,
+                // The path's figures first: the pacing when the transfer
+                // ended is the tail's (its last repairs), not the rate it ran at.
+                "rate control (fair): path estimate {}, base RTT {}, noise loss {:.2} %, {} congestion cuts; pacing {} ({}) when the transfer ended",
                 rr.bottleneck_bps.map_or("-".into(), fmt_rate),
                 rr.min_rtt_ms.map_or("-".into(), |m| format!("{m:.1} ms")),
                 rr.noise_loss * 100.0,
-                rr.congestion_events
+                rr.congestion_events,
+                fmt_rate(rr.rate_bps),
+                rr.reason,
             );
         }
         for (cc, bps, secs) in tcp {
