@@ -75,6 +75,8 @@ mod cpu_wait;
 mod diagnosis;
 mod driver;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod handler;
 mod options;
 mod rate_control;
