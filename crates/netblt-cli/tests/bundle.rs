@@ -279,8 +279,9 @@ fn a_file_in_the_way_is_reported_while_the_others_arrive() {
 
 #[test]
 fn sending_a_directory_again_leaves_what_is_there() {
-    // The second send of the same tree succeeds: every file is already
-    // there byte for byte (M13), and the receiver says so.
+    // The second send of the same tree succeeds and sends no file: the
+    // receiver has them all (M14); with --ignore-times they travel and the
+    // receiver finds them the same byte for byte (M13).
     let src = tempfile::tempdir().unwrap();
     let dst = tempfile::tempdir().unwrap();
     for n in ["a", "b", "sub/c"] {
@@ -288,13 +289,26 @@ fn sending_a_directory_again_leaves_what_is_there() {
     }
     let t = src.path().join("t");
     let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
-    for _ in 0..2 {
-        let (code, _, err) = run(&["send", t.to_str().unwrap(), &r.addr], T);
+    let mut sent = Vec::new();
+    for extra in [None, None, Some("--ignore-times")] {
+        let mut args = vec!["send", t.to_str().unwrap(), &r.addr];
+        args.extend(extra);
+        let (code, out, err) = run(&args, T);
         assert_eq!(code, Some(0), "{err}");
+        sent.push(out);
     }
     let rout = r.stop();
-    let second = rout.lines().nth(1).unwrap_or_default();
-    assert!(second.contains("3 already there, unchanged"), "{rout}");
+    let bundles: Vec<&str> = rout.lines().filter(|l| l.starts_with("t <- ")).collect();
+    assert_eq!(bundles.len(), 3, "{rout}");
+    // The second: asked first, the sender left the three files out (M14).
+    assert!(
+        sent[1].contains("0 files and 2 directories (0 B); 3 already there"),
+        "{}",
+        sent[1]
+    );
+    assert!(bundles[1].contains("0 files and 2 directories"), "{rout}");
+    // The third sent them all: the receiver compared them (M13).
+    assert!(bundles[2].contains("3 already there, unchanged"), "{rout}");
     assert_eq!(
         std::fs::read(dst.path().join("t/sub/c")).unwrap(),
         "sub/c".repeat(5000).as_bytes()

@@ -2,6 +2,7 @@
 //! files from one, run the memory-to-memory test. Each call runs one
 //! transfer (or one per file) to its end on the calling thread.
 
+use std::collections::HashSet;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -12,10 +13,11 @@ use netblt_proto::{Connection, Mode};
 
 use crate::app::bundle::pack::Packer;
 use crate::app::bundle::{Bundle, FilesReport};
-use crate::app::meta::{Have, Request, Response, ALREADY_THERE};
+use crate::app::meta::{Have, Request, Response, ALREADY_THERE, MAX_SAME_NAMES};
 use crate::app::names::{sanitize, walk};
 use crate::app::params::config;
 use crate::app::partial::PartFile;
+use crate::app::same::{item_digest, DIGEST};
 use crate::app::sink::Target;
 use crate::app::source::{Input, Pattern};
 use crate::app::transfer::{MakeTarget, Plan, Transfer};
@@ -355,7 +357,11 @@ pub fn get(
         }
         Ok(Target::File(part))
     });
-    read(addr, name, have, make, opts)
+    let req = Request::Get {
+        name: name.to_string(),
+        have,
+    };
+    read(addr, name, req, make, opts)
 }
 
 /// Fetches the file `name` from a serving receiver into `writer` (in
@@ -374,14 +380,18 @@ pub fn get_to_writer(
         ))
     })?;
     let make: MakeTarget = Box::new(move |_: &Response| Ok(Target::Writer(Box::new(writer))));
-    read(addr, name, None, make, opts)
+    let req = Request::Get {
+        name: name.to_string(),
+        have: None,
+    };
+    read(addr, name, req, make, opts)
 }
 
 /// Runs a READ transfer.
 fn read(
     addr: SocketAddr,
     name: &str,
-    have: Option<Have>,
+    req: Request,
     make: MakeTarget,
     opts: &SendOptions,
 ) -> Result<TransferReport, Error> {
@@ -396,11 +406,78 @@ fn read(
         },
         waker.clone(),
     );
-    let req = Request::Get {
-        name: name.to_string(),
-        have,
-    };
     run(addr, Mode::Read, None, req.encode(), transfer, &waker, opts)?.into_result()
+}
+
+/// Asks the receiver which of `bundle`'s files it already has, with the
+/// same name, size and modification time (rsync's quick check), and
+/// returns the bundle without them ([`Bundle::left_out`] counts them). One
+/// READ transfer before the bundle's own: the receiver answers with a
+/// keyed digest per file it holds below the bundle's top-level names
+/// (decision M14), so it tells nothing of files this end does not name.
+///
+/// A receiver that cannot answer (older than this, or one that stores no
+/// files) leaves the bundle whole; so does a bundle of more than 64
+/// top-level names. Other failures (the network, a refused key) are
+/// returned: the bundle itself would meet them too.
+pub fn skip_same(bundle: &Bundle, addr: SocketAddr, opts: &SendOptions) -> Result<Bundle, Error> {
+    let mut names: Vec<String> = Vec::new();
+    for i in &bundle.items {
+        let top = i.name.split(|&b| b == b'/').next().unwrap_or_default();
+        let Ok(top) = std::str::from_utf8(top) else {
+            return Ok(bundle.clone());
+        };
+        if !names.iter().any(|n| n == top) {
+            names.push(top.to_string());
+        }
+    }
+    let mut key = [0u8; 32];
+    let too_many = names.is_empty() || names.len() > MAX_SAME_NAMES;
+    if bundle.files() == 0 || too_many || getrandom::fill(&mut key).is_err() {
+        return Ok(bundle.clone());
+    }
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = SharedBytes(Arc::clone(&got));
+    let make: MakeTarget = Box::new(move |_: &Response| Ok(Target::Writer(Box::new(sink))));
+    let mut quiet = opts.clone();
+    quiet.progress = None;
+    let req = Request::Same { names, key };
+    match read(addr, "(check of what is there)", req, make, &quiet) {
+        Ok(_) => {}
+        Err(e) => {
+            let why = e.to_string();
+            if why.contains("unknown operation 'same'") || why.contains("nothing to compare with") {
+                return Ok(bundle.clone());
+            }
+            return Err(e);
+        }
+    }
+    let have: HashSet<[u8; DIGEST]> = got
+        .lock()
+        .map(|g| {
+            g.chunks_exact(DIGEST)
+                .filter_map(|c| c.try_into().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(bundle.without(|i| item_digest(&key, i).is_some_and(|d| have.contains(&d))))
+}
+
+/// Bytes written into a shared vector (the `same` reply).
+struct SharedBytes(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedBytes {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// RFC 1030's memory-to-memory test: sends `size` bytes of a generated

@@ -15,6 +15,7 @@ use crate::app::meta::{Request, Response, ALREADY_THERE};
 use crate::app::names::resolve;
 use crate::app::params::{config, passive_limits, passive_limits_for, passive_rate};
 use crate::app::partial::{parse_digest, PartFile};
+use crate::app::same::Listing;
 use crate::app::sink::Target;
 use crate::app::source::Input;
 use crate::app::transfer::{Plan, Transfer};
@@ -336,6 +337,30 @@ impl Policy {
                     Response::default(),
                 ))
             }
+            // M14: what is already here, for a bundle to leave out.
+            (Mode::Read, Request::Same { names, key }) => {
+                let Data::Dir(dir) = &self.data else {
+                    return Err("nothing to compare with: this receiver stores no files".into());
+                };
+                let mut label = format!("(check of what is here: {})", names.join(", "));
+                if label.len() > 80 {
+                    let cut = (0..=76)
+                        .rev()
+                        .find(|&i| label.is_char_boundary(i))
+                        .unwrap_or(0);
+                    label.truncate(cut);
+                    label.push_str("...)");
+                }
+                Ok((
+                    Plan::Send {
+                        reader: Input::Stream(Box::new(Listing::new(dir, names, key))),
+                        size: None,
+                        resume: false,
+                    },
+                    label,
+                    Response::default(),
+                ))
+            }
             (Mode::Read, Request::Get { name, have }) => {
                 let dir = match &self.data {
                     Data::Dir(d) if self.opts.serve => d,
@@ -391,6 +416,7 @@ impl Service for Policy {
 
     fn incoming(&mut self, inc: &Incoming, waker: &Arc<Waker>) -> Result<Accept<Transfer>, String> {
         let req = Request::decode(&inc.client)?;
+        let auxiliary = matches!(req, Request::Same { .. });
         let (plan, name, resp) = self.plan(inc, req)?;
         // The peer's family, not the socket's: a dual-stack `[::]` socket
         // has IPv4 peers too, whose datagrams may be 20 bytes larger.
@@ -401,10 +427,12 @@ impl Service for Policy {
             passive_rate(),
         );
         cfg.params = passive_limits_for(&inc.offer);
+        let mut transfer = Transfer::new(name, plan, Arc::clone(waker));
+        transfer.auxiliary = auxiliary;
         Ok(Accept {
             config: Some(cfg),
             response: resp.encode(),
-            transfer: Transfer::new(name, plan, Arc::clone(waker)),
+            transfer,
         })
     }
 
@@ -416,6 +444,10 @@ impl Service for Policy {
         wall: Duration,
         junk: JunkCounts,
     ) -> bool {
+        if app.auxiliary {
+            // A check before a bundle (M14): the bundle is the transfer.
+            return true;
+        }
         let report = TransferReport::new(&app, conn, peer.to_string(), wall, cpu_times());
         let s = &mut self.summary;
         s.transfers += 1;

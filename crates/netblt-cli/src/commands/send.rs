@@ -50,6 +50,13 @@ pub struct SendArgs {
     /// the same size and modification time, is not sent again.
     #[arg(long)]
     pub resume: bool,
+    /// Send every file of a directory or several files, even those the
+    /// receiver already has with the same name, size and modification time
+    /// (by default it is asked first, and those are left out, as rsync
+    /// does; rsync's --ignore-times). The receiver then compares them byte
+    /// for byte as they arrive and leaves the same ones as they are
+    #[arg(long)]
+    pub ignore_times: bool,
     /// Connections at once. A bundle is dealt into N bundles of about equal
     /// bytes, sent at the same time (then one more with the directories'
     /// modes and times); with --per-file, N files are in flight, one
@@ -100,7 +107,15 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
     let one_file = paths.len() == 1 && !paths[0].is_dir();
     if !(one_file || a.per_file || a.resume) {
-        let bundle = netblt::Bundle::walk(&paths).map_err(CliError::from)?;
+        let mut bundle = netblt::Bundle::walk(&paths).map_err(CliError::from)?;
+        // Not with a one-time code: it is good for one connection.
+        if !a.ignore_times && !a.common.security.code {
+            // M14: what the receiver has already (same name, size and
+            // modification time) is left out.
+            bundle = remote
+                .run(|r| netblt::skip_same(&bundle, r, &opts))
+                .map_err(CliError::from)?;
+        }
         let n = usize::from(a.parallel);
         let outcome = if n > 1 && bundle.files() > 1 {
             opts.progress = None;

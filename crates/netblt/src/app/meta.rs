@@ -18,6 +18,11 @@
 //!   data are a tar stream of unknown length ([`super::bundle`]) that the
 //!   receiver unpacks into its directory; `name` only labels reports. A
 //!   receiver older than bundles refuses the unknown operation.
+//! * OPEN, READ, what is already there: `{"v":1,"op":"same","names":[..],"key":"hex"}`:
+//!   the receiver sends a 16-byte keyed BLAKE3 digest of (name, size,
+//!   mtime) for every regular file it holds at or below those names
+//!   ([`crate::app::same`]), so that a bundle can leave out the files it
+//!   has (decision M14). A receiver older than that refuses the operation.
 //! * RESPONSE: `{"v":1}`; answering a `get`, the file's `size`, `mtime` and
 //!   `mode`; accepting a resume, `"from":K,"prefix":"hex"` (put: what the
 //!   receiver has; get: the offer accepted); `note` says why a partial copy
@@ -77,7 +82,14 @@ pub(crate) enum Request {
     /// Unpack the tar stream that follows into the receiver's directory
     /// (WRITE mode, a stream); `name` labels it in reports.
     Bundle { name: String },
+    /// Send us the digests of the regular files at or below `names`
+    /// (READ mode), keyed with `key` ([`crate::app::same`]).
+    Same { names: Vec<String>, key: [u8; 32] },
 }
+
+/// At most this many names in one `same` request (the OPEN's client string
+/// must fit one packet anyway).
+pub(crate) const MAX_SAME_NAMES: usize = 64;
 
 /// The passive end's answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -119,6 +131,10 @@ struct Wire {
     note: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     digest: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    names: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
 }
 
 fn to_bytes(w: &Wire) -> Vec<u8> {
@@ -160,6 +176,11 @@ impl Request {
                 w.op = Some("bundle".into());
                 w.name = Some(name.clone());
             }
+            Request::Same { names, key } => {
+                w.op = Some("same".into());
+                w.names = Some(names.clone());
+                w.key = Some(super::hex(key));
+            }
         }
         to_bytes(&w)
     }
@@ -197,6 +218,22 @@ impl Request {
             Some("bundle") => Ok(Request::Bundle {
                 name: name(w.name)?,
             }),
+            Some("same") => {
+                let names = w.names.unwrap_or_default();
+                if names.is_empty() || names.len() > MAX_SAME_NAMES {
+                    return Err("request with no names or too many".into());
+                }
+                let names = names
+                    .into_iter()
+                    .map(|n| name(Some(n)))
+                    .collect::<Result<_, _>>()?;
+                let key = w
+                    .key
+                    .as_deref()
+                    .and_then(super::partial::parse_digest)
+                    .ok_or_else(|| "request without a key".to_string())?;
+                Ok(Request::Same { names, key })
+            }
             Some(other) => Err(format!("unknown operation '{other}'")),
             None => Err("request without an operation".into()),
         }
@@ -240,6 +277,10 @@ mod tests {
     #[test]
     fn round_trip_and_no_nul() {
         for r in [
+            Request::Same {
+                names: vec!["photos".into(), "a b".into()],
+                key: [9; 32],
+            },
             Request::Put {
                 name: "a/b\u{0}c".into(),
                 size: Some(7),

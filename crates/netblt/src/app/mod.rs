@@ -39,6 +39,7 @@ pub(crate) mod meta;
 pub(crate) mod names;
 pub(crate) mod params;
 pub(crate) mod partial;
+pub(crate) mod same;
 pub(crate) mod sink;
 pub(crate) mod source;
 pub(crate) mod transfer;

@@ -83,6 +83,9 @@ pub(crate) struct Transfer {
     pub(crate) pack: Option<Arc<Mutex<FilesReport>>>,
     /// A stream's expected length, for progress only.
     pub(crate) total_hint: Option<u64>,
+    /// A passive end's reply to a check of what is there (M14): not one of
+    /// the transfers `max_transfers` counts, nor reported.
+    pub(crate) auxiliary: bool,
 }
 
 impl Transfer {
@@ -111,6 +114,7 @@ impl Transfer {
             files: None,
             pack: None,
             total_hint: None,
+            auxiliary: false,
         }
     }
 

@@ -106,8 +106,10 @@ pub struct FilesReport {
     /// Sender: symbolic links, devices, sockets and FIFOs inside the
     /// directories, which are never sent.
     pub not_regular: u64,
-    /// Receiver: files already there with the same bytes, left as they
-    /// were (not counted in `files`).
+    /// Files already at the receiver, not counted in `files`. Receiver:
+    /// those that were there with the same bytes, left as they were (M13).
+    /// Sender: those [`skip_same`](crate::skip_same) left out, since the
+    /// receiver had them with the same size and modification time (M14).
     pub unchanged: u64,
     /// Bytes of those files.
     pub unchanged_bytes: u64,

@@ -57,6 +57,8 @@ impl Packer {
                 r.fail(s.clone());
             }
             r.not_regular += bundle.not_regular;
+            r.unchanged += bundle.left_out.0;
+            r.unchanged_bytes += bundle.left_out.1;
         }
         Packer {
             items: bundle.items.into_iter(),

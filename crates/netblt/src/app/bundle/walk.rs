@@ -50,9 +50,11 @@ pub struct Bundle {
     name: String,
     pub(crate) skipped: Vec<FileFailure>,
     pub(crate) not_regular: u64,
+    /// Files left out because the receiver has them (M14): count, bytes.
+    pub(crate) left_out: (u64, u64),
 }
 
-fn mtime_of(m: &std::fs::Metadata) -> Mtime {
+pub(crate) fn mtime_of(m: &std::fs::Metadata) -> Mtime {
     Mtime {
         secs: m.mtime(),
         nanos: u32::try_from(m.mtime_nsec()).unwrap_or(0),
@@ -180,6 +182,27 @@ impl Bundle {
         &self.skipped
     }
 
+    /// Files left out by [`skip_same`](crate::skip_same) because the
+    /// receiver has them (same name, size and modification time): how many,
+    /// and their bytes.
+    pub fn left_out(&self) -> (u64, u64) {
+        self.left_out
+    }
+
+    /// Without the files `drop` picks, counted in [`left_out`](Bundle::left_out).
+    pub(crate) fn without(&self, mut drop: impl FnMut(&Item) -> bool) -> Bundle {
+        let mut b = self.clone();
+        b.items.retain(|i| {
+            let out = i.kind == EntryKind::File && drop(i);
+            if out {
+                b.left_out.0 += 1;
+                b.left_out.1 += i.size;
+            }
+            !out
+        });
+        b
+    }
+
     /// The stream's length if no file changes before it is sent (the
     /// progress bar's total).
     pub(crate) fn stream_len(&self) -> u64 {
@@ -211,6 +234,7 @@ impl Bundle {
         if let Some(first) = out.first_mut() {
             first.skipped = self.skipped.clone();
             first.not_regular = self.not_regular;
+            first.left_out = self.left_out;
         }
         out
     }
