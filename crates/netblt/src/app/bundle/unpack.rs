@@ -351,7 +351,6 @@ impl Unpacker {
         p
     }
 
-    /// A name's components, each checked against `NAME_MAX`.
     /// A regular file of the entry's name is already there: compare it
     /// with the entry's bytes instead of writing them (`Ok(true)`), or say
     /// at once that it differs (its size). `Ok(false)`: nothing of that
@@ -383,6 +382,7 @@ impl Unpacker {
         Ok(true)
     }
 
+    /// A name's components, each checked against `NAME_MAX`.
     fn check_name<'a>(&self, name: &'a [u8]) -> Result<Vec<&'a [u8]>, &'static str> {
         let parts = components(name)?;
         if parts.iter().any(|p| p.len() > self.name_max) {
