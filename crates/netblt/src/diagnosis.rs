@@ -247,12 +247,27 @@ impl LimitInputs {
     }
 }
 
+/// Fewer DATA packets than this: too short a transfer to name a limit.
+const MIN_PACKETS: u64 = 32;
+
 /// Names what limited the transfer, or `None` when nothing was measured
-/// (no data phase). Pure: see the module docs and decision D1.
+/// (no data phase, or fewer than [`MIN_PACKETS`] packets). Pure: see the
+/// module docs and decision D1.
 pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
     let t = &i.times;
     let active = t.active();
     if active <= 0.0 {
+        return None;
+    }
+    // A transfer of a few packets is over before any limit shows: its
+    // time is the handshake's and the threads' start (a 3-byte file read
+    // "limited by the sender's disk/reader: ... 99 % of the time").
+    let packets = if i.sender {
+        i.packets_sent
+    } else {
+        i.packets_received
+    };
+    if packets < MIN_PACKETS {
         return None;
     }
     let share = |x: f64| x / active;
@@ -805,6 +820,24 @@ mod tests {
     #[test]
     fn nothing_measured_names_nothing() {
         assert_eq!(diagnose(&sender()), None);
+        // Nor a transfer of a few packets, whatever its loop waited for.
+        let few = |sending: bool| LimitInputs {
+            packets_sent: if sending { 3 } else { 0 },
+            packets_received: if sending { 0 } else { 3 },
+            times: times(|t| {
+                t.starved = 0.9;
+                t.writer_behind = 0.9;
+                t.paced = 0.1;
+            }),
+            ..if sending { sender() } else { receiver() }
+        };
+        assert_eq!(diagnose(&few(true)), None);
+        assert_eq!(diagnose(&few(false)), None);
+        let many = LimitInputs {
+            packets_sent: 32,
+            ..few(true)
+        };
+        assert!(diagnose(&many).is_some());
     }
 
     #[test]
