@@ -36,7 +36,7 @@ pub fn unpack(
 /// regular file of `data`, with `size` in its header (which may lie about
 /// `data`'s length: the stream is then out of step, as a hostile one is).
 pub fn tar_entry(out: &mut Vec<u8>, name: &[u8], dir: bool, data: &[u8], size: u64, mode: u32) {
-    use crate::app::bundle::format::{padding, write_header, EntryKind, EntryMeta, Mtime};
+    use crate::app::bundle::format::{append_entry, EntryKind, EntryMeta, Mtime};
     let m = EntryMeta {
         name: name.to_vec(),
         kind: if dir { EntryKind::Dir } else { EntryKind::File },
@@ -47,9 +47,7 @@ pub fn tar_entry(out: &mut Vec<u8>, name: &[u8], dir: bool, data: &[u8], size: u
             nanos: 0,
         },
     };
-    write_header(&m, out);
-    out.extend_from_slice(data);
-    out.resize(out.len() + padding(data.len() as u64), 0);
+    append_entry(out, &m, data);
 }
 
 /// The two zero blocks that end a tar stream.

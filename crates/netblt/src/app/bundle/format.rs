@@ -238,6 +238,16 @@ pub(crate) fn entry_len(e: &EntryMeta) -> u64 {
 /// The end of the stream: two zero blocks.
 pub(crate) const END: [u8; 2 * BLOCK] = [0; 2 * BLOCK];
 
+/// One whole entry, header, `data` and padding, as the sender writes it
+/// (tests and the fuzz targets make streams with it; `e.size` may lie
+/// about `data`, as a hostile stream's does).
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn append_entry(out: &mut Vec<u8>, e: &EntryMeta, data: &[u8]) {
+    write_header(e, out);
+    out.extend_from_slice(data);
+    out.resize(out.len() + padding(data.len() as u64), 0);
+}
+
 /// Why an entry of the stream is not accepted (its data are skipped).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Refusal {

@@ -717,7 +717,7 @@ impl Visitor for Unpacker {
 
 #[cfg(test)]
 mod tests {
-    use super::super::format::{padding, write_header, EntryKind, END};
+    use super::super::format::{append_entry, EntryKind, END};
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
@@ -732,9 +732,7 @@ mod tests {
                 nanos: 123_456_789,
             },
         };
-        write_header(&m, out);
-        out.extend_from_slice(data);
-        out.resize(out.len() + padding(data.len() as u64), 0);
+        append_entry(out, &m, data);
     }
 
     /// Set-user-ID, set-group-ID and sticky bits from the peer are not
