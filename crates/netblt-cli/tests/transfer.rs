@@ -178,6 +178,33 @@ fn read_mode_get() {
 }
 
 #[test]
+fn get_never_serves_through_a_link() {
+    // A link in the served directory, to a file outside it (or inside):
+    // refused, never followed (it once served the file it pointed to).
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("served");
+    write(&base.path().join("secret"), b"outside");
+    write(&dir.join("inside"), b"inside");
+    std::os::unix::fs::symlink(base.path().join("secret"), dir.join("out")).unwrap();
+    std::os::unix::fs::symlink(dir.join("inside"), dir.join("in")).unwrap();
+    let r = Recv::start(&["--dir", dir.to_str().unwrap(), "--serve"]);
+    let out = tempfile::tempdir().unwrap();
+    for name in ["out", "in"] {
+        let target = out.path().join(name);
+        let (code, _, e) = run(&["get", &r.addr, name, "-o", target.to_str().unwrap()], T);
+        assert_eq!(code, Some(1), "{e}");
+        assert!(e.contains("not a regular file (a symbolic link)"), "{e}");
+        assert!(!target.exists());
+    }
+    let target = out.path().join("inside");
+    let (code, _, e) = run(
+        &["get", &r.addr, "inside", "-o", target.to_str().unwrap()],
+        T,
+    );
+    assert_eq!(code, Some(0), "{e}");
+}
+
+#[test]
 fn get_needs_serve() {
     let dir = tempfile::tempdir().unwrap();
     write(&dir.path().join("f"), b"secret");

@@ -367,7 +367,21 @@ impl Policy {
                     _ => return Err("reading not enabled (start the receiver with --serve)".into()),
                 };
                 let path = resolve(dir, &name, false)?;
-                let file = std::fs::File::open(&path).map_err(|e| io_reason(&e))?;
+                // Never through a symbolic link: `resolve` keeps the parent
+                // inside the directory, but a link as the last component
+                // served whatever it pointed to (/etc/passwd, with a link
+                // planted in the served directory).
+                let file = {
+                    use std::os::unix::fs::OpenOptionsExt;
+                    std::fs::OpenOptions::new()
+                        .read(true)
+                        .custom_flags(libc::O_NOFOLLOW)
+                        .open(&path)
+                }
+                .map_err(|e| match e.raw_os_error() {
+                    Some(libc::ELOOP) => "not a regular file (a symbolic link)".to_string(),
+                    _ => io_reason(&e),
+                })?;
                 let meta = file.metadata().map_err(|e| io_reason(&e))?;
                 if !meta.is_file() {
                     return Err("not a regular file".into());

@@ -4,7 +4,9 @@
 //! `..`, `.` and empty components, NUL bytes and backslashes, and names
 //! longer than [`super::meta::MAX_NAME`]. The result is joined under the
 //! receiver's `--dir`; the parent directory is then canonicalized and checked
-//! to still lie inside it, which also defeats symlinks pointing outside.
+//! to still lie inside it, which also defeats symlinks pointing outside on
+//! the way. The last component may still be a link: its users open it with
+//! `O_NOFOLLOW` (decision K25).
 
 use std::path::{Component, Path, PathBuf};
 

@@ -15,6 +15,7 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use blake3::hazmat::ChainingValue;
@@ -120,11 +121,13 @@ impl PartFile {
         }
         let part_path = side_path(final_path, ".netblt-part");
         let journal_path = side_path(final_path, ".netblt-journal");
+        // Never through a link someone put under the partial file's name.
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&part_path)
             .map_err(|e| AppError::io(&shown, &e))?;
         // SAFETY: flock on a descriptor we own.
@@ -152,7 +155,11 @@ impl PartFile {
 
     /// The journal left by an earlier transfer, if readable.
     pub(crate) fn journal(&self) -> Option<Journal> {
-        let f = File::open(&self.journal_path).ok()?;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&self.journal_path)
+            .ok()?;
         let mut lines = BufReader::new(f).lines();
         let h: Header = serde_json::from_str(&lines.next()?.ok()?).ok()?;
         if h.v != 1 {
@@ -183,7 +190,12 @@ impl PartFile {
             let _ = std::fs::remove_file(&self.journal_path);
             return Ok(());
         };
-        let mut j = File::create(&self.journal_path)?;
+        let mut j = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&self.journal_path)?;
         let h = serde_json::to_string(&Header { v: 1, size, mtime }).unwrap_or_default();
         writeln!(j, "{h}")?;
         self.journal = Some(j);
