@@ -37,10 +37,19 @@ pub(crate) fn resolve(dir: &Path, name: &str, create: bool) -> Result<PathBuf, S
         path.push(p);
     }
     let parent = path.parent().unwrap_or(dir).to_path_buf();
+    let root = dir.canonicalize().map_err(|e| super::io_reason(&e))?;
     if create {
+        // The part of the parent that exists must lie inside before any
+        // directory is made below it: a link on the way to a directory
+        // outside would otherwise have the missing ones made out there,
+        // and refused only afterwards.
+        let there = parent.ancestors().find(|a| a.exists()).unwrap_or(dir);
+        let real = there.canonicalize().map_err(|e| super::io_reason(&e))?;
+        if !real.starts_with(&root) {
+            return Err(NOT_ALLOWED.into());
+        }
         std::fs::create_dir_all(&parent).map_err(|e| super::io_reason(&e))?;
     }
-    let root = dir.canonicalize().map_err(|e| super::io_reason(&e))?;
     let real_parent = match parent.canonicalize() {
         Ok(p) => p,
         Err(_) if !create => return Err("no such file".into()),
@@ -103,6 +112,22 @@ fn walk_dir(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_on_the_way_out_makes_nothing_there() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("root");
+        let outside = t.path().join("outside");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("lnk")).unwrap();
+        assert_eq!(resolve(&root, "lnk/new/f", true), Err(NOT_ALLOWED.into()));
+        assert!(!outside.join("new").exists(), "made outside");
+        // Inside, missing directories are still made.
+        let p = resolve(&root, "a/b/f", true).unwrap();
+        assert!(root.join("a/b").is_dir());
+        assert_eq!(p, root.canonicalize().unwrap().join("a/b/f"));
+    }
 
     #[test]
     fn refuses_escapes() {
