@@ -196,6 +196,15 @@ fn get_never_serves_through_a_link() {
         assert!(e.contains("not a regular file (a symbolic link)"), "{e}");
         assert!(!target.exists());
     }
+    // A FIFO is refused at once (opening it used to wait for a writer,
+    // holding the receiver's loop).
+    let fifo = std::ffi::CString::new(dir.join("fifo").to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let target = out.path().join("fifo");
+    let (code, _, e) = run(&["get", &r.addr, "fifo", "-o", target.to_str().unwrap()], T);
+    assert_eq!(code, Some(1), "{e}");
+    assert!(e.contains("not a regular file"), "{e}");
     let target = out.path().join("inside");
     let (code, _, e) = run(
         &["get", &r.addr, "inside", "-o", target.to_str().unwrap()],

@@ -375,7 +375,10 @@ impl Policy {
                     use std::os::unix::fs::OpenOptionsExt;
                     std::fs::OpenOptions::new()
                         .read(true)
-                        .custom_flags(libc::O_NOFOLLOW)
+                        // O_NONBLOCK: a FIFO would otherwise hold the loop
+                        // that serves every transfer until a writer came
+                        // (it is refused below; regular files ignore it).
+                        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
                         .open(&path)
                 }
                 .map_err(|e| match e.raw_os_error() {
