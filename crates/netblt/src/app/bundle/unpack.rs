@@ -21,7 +21,8 @@
 //!   zeros are left as holes ([`crate::app::holes`], decision M10).
 //! * A file that is already there (without `--force`) is compared with the
 //!   bytes as they arrive: the same size and the same bytes leave it as it
-//!   is and count as unchanged, so sending a directory again succeeds
+//!   is, but for its modification time, which takes the sender's at the
+//!   commit, and count as unchanged, so sending a directory again succeeds
 //!   (decision M13); any difference fails that entry ("file exists and
 //!   differs").
 //! * A failure of one entry (the name, permission denied, a file or a
@@ -75,6 +76,12 @@ struct Compare {
     file: std::fs::File,
     shown: String,
     size: u64,
+    /// Where it is, and the entry's modification time, given to it at the
+    /// commit when the bytes are the same (so that the next check leaves
+    /// it out, M14).
+    parent: Vec<u8>,
+    name: Vec<u8>,
+    mtime: Mtime,
     /// No difference so far.
     same: bool,
     scratch: Vec<u8>,
@@ -125,6 +132,8 @@ pub(crate) struct Unpacker {
     staged: Vec<Staged>,
     staged_at: HashMap<Vec<u8>, usize>,
     dirs: Vec<(Vec<u8>, u32, Mtime)>,
+    /// Files found the same (M13): their new time, set at the commit.
+    touch: Vec<(Vec<u8>, Vec<u8>, Mtime)>,
     report: FilesReport,
     fatal: Option<AppError>,
     settled: bool,
@@ -185,6 +194,7 @@ impl Unpacker {
             cache: None,
             current: None,
             comparing: None,
+            touch: Vec::new(),
             dropping: false,
             pending: Vec::new(),
             staged: Vec::new(),
@@ -376,6 +386,9 @@ impl Unpacker {
             file,
             shown: shown.to_string(),
             size,
+            parent: parent.to_vec(),
+            name: name.to_vec(),
+            mtime: meta.mtime,
             same: true,
             scratch: Vec::new(),
         });
@@ -490,6 +503,20 @@ impl Unpacker {
         }
         for (i, _) in landed.iter().enumerate().filter(|(_, &l)| !l) {
             self.remove_staged(i);
+        }
+        self.cache = None;
+        // Files found the same take the sender's time, as `rsync -t` sets
+        // it; else the next send's check would send them again, and again.
+        // (Their mode is left: that would change what the file is.)
+        for (parent, name, mtime) in std::mem::take(&mut self.touch) {
+            let t = system_time(mtime).unwrap_or(UNIX_EPOCH);
+            let r = self
+                .open_dir(&parent, false)
+                .and_then(|d| d.open_read(&name))
+                .and_then(|f| f.set_times(std::fs::FileTimes::new().set_modified(t)));
+            if let Err(e) = r {
+                tracing::debug!("{}: time not set: {e}", lossy(&name));
+            }
         }
         self.cache = None;
         // Deepest first: a parent's time is set after its children changed
@@ -673,6 +700,7 @@ impl Visitor for Unpacker {
     fn file_end(&mut self) {
         if let Some(c) = self.comparing.take() {
             return if c.same {
+                self.touch.push((c.parent, c.name, c.mtime));
                 self.report.unchanged += 1;
                 self.report.unchanged_bytes += c.size;
             } else {
@@ -848,6 +876,16 @@ mod tests {
             ]
         );
         assert_eq!(std::fs::read(dst.join("same")).unwrap(), big);
+        // It took the sender's time, so the next check leaves it out.
+        let m = std::fs::metadata(dst.join("same")).unwrap();
+        let want = UNIX_EPOCH + Duration::new(1_000_000_000, 123_456_789);
+        assert_eq!(m.modified().unwrap(), want);
+        let m = std::fs::metadata(dst.join("late")).unwrap();
+        assert_ne!(
+            m.modified().unwrap(),
+            want,
+            "a file that differs keeps its time"
+        );
         assert_eq!(std::fs::read(dst.join("late")).unwrap(), big);
         assert_eq!(std::fs::read(dst.join("short")).unwrap(), b"abc");
         assert_eq!(std::fs::read(dst.join("new")).unwrap(), b"fresh");
