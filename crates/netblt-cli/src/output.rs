@@ -14,7 +14,8 @@ pub fn line(r: &TransferReport) -> String {
     };
     // A bundle: its files and directories, then the stream's length.
     let files = r.files.as_ref().map_or(String::new(), |f| {
-        // A receiver's files that were already there, byte for byte.
+        // Files already there: the receiver's found the same byte for byte
+        // (M13), the sender's left out after asking (M14).
         let unchanged = if f.unchanged > 0 {
             format!(
                 "; {} already there, unchanged ({})",

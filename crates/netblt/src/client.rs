@@ -13,11 +13,13 @@ use netblt_proto::{Connection, Mode};
 
 use crate::app::bundle::pack::Packer;
 use crate::app::bundle::{Bundle, FilesReport};
-use crate::app::meta::{Have, Request, Response, ALREADY_THERE, MAX_SAME_NAMES};
+use crate::app::meta::{
+    Have, Request, Response, ALREADY_THERE, MAX_SAME_NAMES, NOTHING_TO_COMPARE,
+};
 use crate::app::names::{sanitize, walk};
 use crate::app::params::config;
 use crate::app::partial::PartFile;
-use crate::app::same::{item_digest, DIGEST};
+use crate::app::same::{item_digest, DIGEST, MAX_REPLY};
 use crate::app::sink::Target;
 use crate::app::source::{Input, Pattern};
 use crate::app::transfer::{MakeTarget, Plan, Transfer};
@@ -428,12 +430,14 @@ pub fn skip_same(bundle: &Bundle, addr: SocketAddr, opts: &SendOptions) -> Resul
             return Ok(bundle.clone());
         };
         if !names.iter().any(|n| n == top) {
+            if names.len() == MAX_SAME_NAMES {
+                return Ok(bundle.clone());
+            }
             names.push(top.to_string());
         }
     }
     let mut key = [0u8; 32];
-    let too_many = names.is_empty() || names.len() > MAX_SAME_NAMES;
-    if bundle.files() == 0 || too_many || getrandom::fill(&mut key).is_err() {
+    if bundle.files() == 0 || getrandom::fill(&mut key).is_err() {
         return Ok(bundle.clone());
     }
     let got = Arc::new(Mutex::new(Vec::new()));
@@ -446,7 +450,7 @@ pub fn skip_same(bundle: &Bundle, addr: SocketAddr, opts: &SendOptions) -> Resul
         Ok(_) => {}
         Err(e) => {
             let why = e.to_string();
-            if why.contains("unknown operation 'same'") || why.contains("nothing to compare with") {
+            if why.contains("unknown operation 'same'") || why.contains(NOTHING_TO_COMPARE) {
                 return Ok(bundle.clone());
             }
             return Err(e);
@@ -463,15 +467,18 @@ pub fn skip_same(bundle: &Bundle, addr: SocketAddr, opts: &SendOptions) -> Resul
     Ok(bundle.without(|i| item_digest(&key, i).is_some_and(|d| have.contains(&d))))
 }
 
-/// Bytes written into a shared vector (the `same` reply).
+/// Bytes written into a shared vector (the `same` reply), up to
+/// [`MAX_REPLY`]: the rest of a longer reply is dropped, not kept.
 struct SharedBytes(Arc<Mutex<Vec<u8>>>);
 
 impl std::io::Write for SharedBytes {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
+        let mut v = self
+            .0
             .lock()
-            .map_err(|_| std::io::Error::other("poisoned"))?
-            .extend_from_slice(buf);
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        let room = MAX_REPLY.saturating_sub(v.len());
+        v.extend_from_slice(&buf[..buf.len().min(room)]);
         Ok(buf.len())
     }
 
@@ -614,4 +621,24 @@ fn run(
     }
     report.security = out.security;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_reply_longer_than_any_receiver_sends_is_cut() {
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let mut w = SharedBytes(Arc::clone(&got));
+        let big = vec![7u8; MAX_REPLY - 10];
+        assert_eq!(w.write(&big).unwrap(), big.len());
+        // Taken as written (the transfer goes on), kept only up to the cap.
+        assert_eq!(w.write(&[1u8; 100]).unwrap(), 100);
+        assert_eq!(w.write(&[2u8; 100]).unwrap(), 100);
+        let g = got.lock().unwrap();
+        assert_eq!(g.len(), MAX_REPLY);
+        assert_eq!(&g[MAX_REPLY - 10..], &[1u8; 10]);
+    }
 }

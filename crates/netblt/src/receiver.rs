@@ -11,7 +11,7 @@ use std::time::Duration;
 use netblt_proto::{Connection, Incoming, Mode};
 
 use crate::app::bundle::unpack::Unpacker;
-use crate::app::meta::{Request, Response, ALREADY_THERE};
+use crate::app::meta::{Request, Response, ALREADY_THERE, NOTHING_TO_COMPARE};
 use crate::app::names::resolve;
 use crate::app::params::{config, passive_limits, passive_limits_for, passive_rate};
 use crate::app::partial::{parse_digest, PartFile};
@@ -199,7 +199,7 @@ impl Policy {
                 // A resumed put of a file that arrived whole before (the
                 // sender was stopped after the end, or is run again): the
                 // same size and modification time is done already.
-                if m.resume && m.size.is_some() && complete(&path, m.size, m.mtime) {
+                if m.resume && complete(&path, m.size, m.mtime) {
                     return Err(ALREADY_THERE.into());
                 }
                 let mut part =
@@ -340,24 +340,16 @@ impl Policy {
             // M14: what is already here, for a bundle to leave out.
             (Mode::Read, Request::Same { names, key }) => {
                 let Data::Dir(dir) = &self.data else {
-                    return Err("nothing to compare with: this receiver stores no files".into());
+                    return Err(NOTHING_TO_COMPARE.into());
                 };
-                let mut label = format!("(check of what is here: {})", names.join(", "));
-                if label.len() > 80 {
-                    let cut = (0..=76)
-                        .rev()
-                        .find(|&i| label.is_char_boundary(i))
-                        .unwrap_or(0);
-                    label.truncate(cut);
-                    label.push_str("...)");
-                }
+                // Its name is never shown: the check is not reported.
                 Ok((
                     Plan::Send {
                         reader: Input::Stream(Box::new(Listing::new(dir, names, key))),
                         size: None,
                         resume: false,
                     },
-                    label,
+                    "(check of what is here)".into(),
                     Response::default(),
                 ))
             }

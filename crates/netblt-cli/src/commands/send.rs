@@ -54,7 +54,7 @@ pub struct SendArgs {
     /// receiver already has with the same name, size and modification time
     /// (by default it is asked first, and those are left out, as rsync
     /// does; rsync's --ignore-times). The receiver then compares them byte
-    /// for byte as they arrive and leaves the same ones as they are
+    /// for byte as they arrive and leaves the same ones as they are.
     #[arg(long)]
     pub ignore_times: bool,
     /// Connections at once. A bundle is dealt into N bundles of about equal

@@ -47,6 +47,11 @@ pub(crate) const MAX_NAME: usize = 4096;
 pub(crate) const ALREADY_THERE: &str =
     "already there: same size and modification time (nothing to resume)";
 
+/// The refusal of a `same` request by a receiver that stores no files
+/// (`--sink`, `--stdout`): the sender then sends the bundle whole.
+pub(crate) const NOTHING_TO_COMPARE: &str =
+    "nothing to compare with: this receiver stores no files";
+
 /// Bytes of the offset that starts a resumed transfer.
 pub(crate) const OFFSET_LEN: usize = 8;
 

@@ -18,6 +18,10 @@ pub(crate) const DIGEST: usize = 16;
 /// The most files one reply lists (64 MB of digests); beyond, the rest
 /// are simply sent.
 const MAX_LISTED: usize = 4_000_000;
+/// The longest reply a sender takes in: what a receiver of ours sends at
+/// most. A longer one (a hostile receiver's) is cut there, not kept whole
+/// in memory.
+pub(crate) const MAX_REPLY: usize = MAX_LISTED * DIGEST;
 
 /// The keyed digest of one file: its name in the bundle, size and
 /// modification time.
@@ -93,7 +97,7 @@ fn walk(dir: &Path, prefix: &[u8], key: &[u8; 32], out: &mut Vec<u8>) {
         return;
     };
     for e in entries.flatten() {
-        if out.len() >= MAX_LISTED * DIGEST {
+        if out.len() >= MAX_REPLY {
             return;
         }
         // The entry's own type and metadata: a link is a link here.
