@@ -9,7 +9,9 @@
 //! never panic, never write or change anything outside the directory (the
 //! file the link points to keeps its bytes; nothing else appears beside
 //! it), never change a file that was there without `force`, and leave no
-//! temporary file after the commit or the abandon.
+//! temporary file after the commit or the abandon. Now and then the stream
+//! is unpacked as a client fetching the directory `sub` into `new` does
+//! (`get`, decision M15): then nothing but `new` may appear or change.
 
 #![no_main]
 
@@ -31,7 +33,7 @@ fn byte(data: &mut &[u8]) -> u8 {
     take(data, 1).first().copied().unwrap_or(0)
 }
 
-fn stream(mut data: &[u8]) -> (Vec<u8>, usize, bool, bool) {
+fn stream(mut data: &[u8]) -> (Vec<u8>, usize, bool, bool, bool) {
     let flags = byte(&mut data);
     let piece = 1 + usize::from(byte(&mut data)) * 97;
     let mut out = Vec::new();
@@ -65,7 +67,7 @@ fn stream(mut data: &[u8]) -> (Vec<u8>, usize, bool, bool) {
     if flags & 1 == 0 {
         netblt::fuzzing::tar_end(&mut out);
     }
-    (out, piece, flags & 2 != 0, flags & 4 == 0)
+    (out, piece, flags & 2 != 0, flags & 4 == 0, flags & 8 != 0)
 }
 
 fn names(dir: &Path) -> Vec<String> {
@@ -93,7 +95,7 @@ fn temp_files(dir: &Path, out: &mut Vec<String>) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let (s, piece, force, commit) = stream(data);
+    let (s, piece, force, commit, fetched) = stream(data);
     let base = tempfile::tempdir().expect("tempdir");
     let outside = base.path().join("outside");
     let dst = base.path().join("dst");
@@ -105,7 +107,17 @@ fuzz_target!(|data: &[u8]| {
     std::os::unix::fs::symlink(outside.join("secret"), dst.join("link")).unwrap();
     std::os::unix::fs::symlink(&outside, dst.join("sub/out")).unwrap();
 
-    let _ = netblt::fuzzing::unpack(&dst, &s, piece, force, commit);
+    if fetched {
+        let _ = netblt::fuzzing::unpack_fetched(&dst, &s, piece, force, commit, (b"sub", b"new"));
+        // Only the destination: what was beside it is as it was.
+        assert_eq!(std::fs::read(dst.join("exists")).unwrap(), b"abc");
+        assert_eq!(std::fs::read(dst.join("sub/f")).unwrap(), b"abc");
+        let mut top = names(&dst);
+        top.retain(|n| n != "new");
+        assert_eq!(top, ["exists", "link", "sub"]);
+    } else {
+        let _ = netblt::fuzzing::unpack(&dst, &s, piece, force, commit);
+    }
 
     assert_eq!(std::fs::read(outside.join("secret")).unwrap(), b"secret");
     assert_eq!(names(&outside), ["secret"]);

@@ -48,7 +48,7 @@ enum Command {
     Recv(commands::recv::RecvArgs),
     /// Send files or directories to a `netblt recv` (WRITE mode).
     Send(commands::send::SendArgs),
-    /// Fetch a file from a `netblt recv --serve` (READ mode).
+    /// Fetch a file or a directory from a `netblt recv --serve` (READ mode).
     Get(commands::get::GetArgs),
     /// RFC 1030's memory-to-memory test against a `netblt recv --sink`.
     Bench(commands::bench::BenchArgs),

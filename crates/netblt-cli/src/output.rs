@@ -91,3 +91,34 @@ pub fn table_row(r: &TransferReport) -> String {
         speed
     )
 }
+
+/// A bundle's entries that failed, one line each on stderr ("netblt:
+/// NAME: {label}REASON"), then how many more were not listed ("... and N
+/// more {more}").
+pub fn print_failed(f: &netblt::FilesReport, label: &str, more: &str) {
+    for x in &f.failed {
+        eprintln!("netblt: {}: {label}{}", x.name, x.reason);
+    }
+    if f.more_failed > 0 {
+        eprintln!("netblt: ... and {} more {more}", f.more_failed);
+    }
+}
+
+/// A bundle that failed: the error's first line after `name`, and the
+/// peer's lines (one per entry it could not store) indented below it, on
+/// stderr; returns the exit code. A network error is returned as an error
+/// instead (nothing more will get through).
+pub fn bundle_error(name: &str, e: &netblt::Error) -> anyhow::Result<i32> {
+    let text = e.to_string();
+    let mut lines = text.lines();
+    let first = format!("{name}: {}", lines.next().unwrap_or_default());
+    let rc = crate::exit::of(e);
+    if rc == crate::exit::NETWORK {
+        return Err(crate::exit::CliError::new(rc, first).into());
+    }
+    eprintln!("netblt: {first}");
+    for l in lines {
+        eprintln!("netblt:   {l}");
+    }
+    Ok(rc)
+}

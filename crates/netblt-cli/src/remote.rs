@@ -28,6 +28,19 @@ impl Remote {
     /// `HOST[:PORT]` (IPv6 as `[::1]:PORT` or a bare `::1`), resolved to
     /// all its addresses, in the resolver's order, without repeats.
     pub fn resolve(s: &str, default_port: u16) -> Result<Remote, CliError> {
+        // A port that is digits but no port (`host:99999`, `host:0`) is the
+        // user's typo, not a name to look up: the resolver's "Name or
+        // service not known" sent users looking at the host.
+        let bad_port = s.rsplit_once(':').filter(|(host, p)| {
+            let digits = !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+            let v6_bare = host.contains(':') && !host.ends_with(']');
+            digits && !v6_bare && p.parse::<u16>().map_or(true, |n| n == 0)
+        });
+        if let Some((_, p)) = bad_port {
+            return Err(CliError::usage(format!(
+                "'{s}': port {p} is not a port (1-65535)"
+            )));
+        }
         let addrs = if let Ok(a) = s.parse::<SocketAddr>() {
             vec![a]
         } else if let Ok(ip) = s.parse::<std::net::IpAddr>() {
@@ -121,6 +134,25 @@ mod tests {
 
     fn refused(a: SocketAddr) -> netblt::Error {
         netblt::Error::Refused(format!("connection refused by {a} (nothing listening?)"))
+    }
+
+    #[test]
+    fn a_port_out_of_range_is_a_usage_error() {
+        for s in [
+            "127.0.0.1:99999",
+            "example.invalid:0",
+            "[::1]:70000",
+            "127.0.0.1:0",
+        ] {
+            let e = Remote::resolve(s, 9998).unwrap_err();
+            assert_eq!(e.code, crate::exit::USAGE, "{s}");
+            assert!(e.message.contains("is not a port"), "{s}: {}", e.message);
+        }
+        // A bare IPv6 address ends in digits too: not a port.
+        let r = Remote::resolve("::1", 9998).unwrap();
+        assert_eq!(r.addrs, ["[::1]:9998".parse::<SocketAddr>().unwrap()]);
+        let r = Remote::resolve("127.0.0.1:65535", 9998).unwrap();
+        assert_eq!(r.addrs[0].port(), 65535);
     }
 
     #[test]

@@ -263,3 +263,22 @@ fn raw_ip_loopback_or_clear_error() {
         assert_eq!(rc, Some(0));
     }
 }
+
+#[test]
+fn a_directory_in_the_way_at_the_receiver_is_named_so() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let p = src.path().join("x.bin");
+    write(&p, b"payload");
+    std::fs::create_dir(dst.path().join("x.bin")).unwrap();
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
+    let (code, _, e) = run(&["send", p.to_str().unwrap(), &r.addr], T);
+    r.stop();
+    assert_ne!(code, Some(0), "{e}");
+    // Not "name not allowed", which sent users looking at the name.
+    assert!(
+        e.contains("exists at the receiver and is not a regular file"),
+        "{e}"
+    );
+    assert!(dst.path().join("x.bin").is_dir());
+}

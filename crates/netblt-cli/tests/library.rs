@@ -64,3 +64,45 @@ fn the_send_file_example_sends_a_file_to_netblt_recv() {
     );
     assert!(std::fs::read(dst.path().join("example.bin")).unwrap() == bytes);
 }
+
+/// `netblt::get` of a directory from `netblt recv --serve` (decision M15):
+/// unpacked into the destination, the report counting what arrived; and
+/// `get_to_writer` of it, a tar stream with the report saying it was one.
+#[test]
+fn library_fetches_a_directory_from_netblt_recv() {
+    let served = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    write(&served.path().join("tree/a"), &data(1000, 1));
+    write(&served.path().join("tree/sub/b"), &data(200_000, 2));
+    let r = Recv::start(&["--dir", served.path().to_str().unwrap(), "--serve"]);
+    let mut opts = netblt::SendOptions::new();
+    opts.security = netblt::Security::encrypted();
+    let addr = r.addr.parse().unwrap();
+    let report = netblt::get(addr, "tree", dst.path(), &opts).unwrap();
+    let files = report.files.expect("a directory's report counts its files");
+    assert_eq!((files.files, files.dirs, files.bytes), (2, 2, 201_000));
+    assert!(std::fs::read(dst.path().join("tree/sub/b")).unwrap() == data(200_000, 2));
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Shared(std::sync::Arc::clone(&got));
+    let report = netblt::get_to_writer(addr, "tree", sink, &opts).unwrap();
+    assert_eq!(report.files.map(|f| f.files), Some(2));
+    let tar = got.lock().unwrap();
+    assert_eq!(tar.len() % 512, 0);
+    assert!(tar.windows(10).any(|w| w == b"tree/sub/b"));
+    // A file's bytes, as before, and no files report.
+    let report = netblt::get_to_writer(addr, "tree/a", Shared(Default::default()), &opts).unwrap();
+    assert!(report.files.is_none());
+}
+
+/// A writer into shared memory.
+struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -312,3 +312,286 @@ fn sparse_file_over_4_gib() {
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["bytes"], (4u64 << 30) + 12_345);
 }
+
+/// `netblt ARGS` run in `dir` (for `get` without `-o`).
+fn run_in(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A directory to serve, `base/served`, holding `tree`: nested
+/// directories (one empty), files of several sizes (one over the packer's
+/// 1 MiB read-whole size, one empty) with their own modes and times to the
+/// nanosecond, and two links, to a file and a directory outside, that must
+/// be neither followed nor fetched. Returns the served directory.
+fn served_tree(base: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let served = base.join("served");
+    let tree = served.join("tree");
+    let files: [(&str, usize, u32); 4] = [
+        ("a", 5, 0o640),
+        ("sub/big", 1_500_000, 0o644),
+        ("sub/deep/c", 70_000, 0o600),
+        ("sub/deep/zero", 0, 0o604),
+    ];
+    for (i, (name, len, mode)) in files.iter().enumerate() {
+        let p = tree.join(name);
+        write(&p, &data(*len, i as u64));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(*mode)).unwrap();
+        set_mtime(&p, 1_600_000_000_123_456_789 + i as u64 * 1_000_000_007);
+    }
+    std::fs::create_dir_all(tree.join("empty")).unwrap();
+    write(&base.join("secret"), b"outside");
+    std::os::unix::fs::symlink(base.join("secret"), tree.join("escape")).unwrap();
+    std::os::unix::fs::symlink(base, tree.join("sub/dirlink")).unwrap();
+    // Directories last: making their entries changed their times.
+    for (d, m) in [
+        ("sub/deep", 0o750),
+        ("sub", 0o755),
+        ("empty", 0o700),
+        ("", 0o751),
+    ] {
+        let p = tree.join(d);
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(m)).unwrap();
+        set_mtime(&p, 1_500_000_000_000_000_001 + u64::from(m));
+    }
+    served
+}
+
+#[test]
+fn get_a_directory_arrives_whole_with_times_and_modes() {
+    let base = tempfile::tempdir().unwrap();
+    let served = served_tree(base.path());
+    let r = Recv::start(&["--dir", served.to_str().unwrap(), "--serve"]);
+    let out = tempfile::tempdir().unwrap();
+    // No -o: ./tree, as scp -r puts it.
+    let (code, o, e) = run_in(out.path(), &["get", &r.addr, "tree"]);
+    assert_eq!(code, Some(0), "stdout: {o}\nstderr: {e}");
+    assert!(
+        o.contains("tree <- ")
+            && o.contains("4 files and 4 directories")
+            && o.contains("(saved as tree)"),
+        "{o}"
+    );
+    // The links were left out by the server, and it said so.
+    assert!(
+        e.contains("2 not sent by the server: symbolic links or special files"),
+        "{e}"
+    );
+    let (want, got) = (
+        listing(&served.join("tree")),
+        listing(&out.path().join("tree")),
+    );
+    assert_eq!(want.len(), 7);
+    assert_eq!(got.len(), want.len());
+    for (x, y) in want.iter().zip(&got) {
+        assert!(x == y, "{} differs", String::from_utf8_lossy(&x.0));
+    }
+    assert!(std::fs::symlink_metadata(out.path().join("tree/escape")).is_err());
+    assert!(std::fs::symlink_metadata(out.path().join("tree/sub/dirlink")).is_err());
+    assert!(temp_files(out.path()).is_empty());
+}
+
+#[test]
+fn get_a_directory_again_is_unchanged_and_a_changed_file_needs_force() {
+    let base = tempfile::tempdir().unwrap();
+    let served = served_tree(base.path());
+    let r = Recv::start(&["--dir", served.to_str().unwrap(), "--serve"]);
+    let out = tempfile::tempdir().unwrap();
+    let json = |o: &str| -> serde_json::Value { serde_json::from_str(o.trim()).unwrap() };
+    let counts = |o: &str| {
+        let f = &json(o)["files"];
+        (
+            f["files"].as_u64(),
+            f["unchanged"].as_u64(),
+            f["not_regular"].as_u64(),
+        )
+    };
+    let (code, o, e) = run_in(out.path(), &["get", &r.addr, "tree", "--json"]);
+    assert_eq!(code, Some(0), "{e}");
+    assert_eq!(counts(&o), (Some(4), Some(0), Some(2)), "{o}");
+    // Again into the same place (as a shell completes a directory's
+    // name): every file is there already, unchanged.
+    let (code, o, e) = run_in(out.path(), &["get", &r.addr, "tree/", "--json"]);
+    assert_eq!(code, Some(0), "{e}");
+    assert_eq!(counts(&o), (Some(0), Some(4), Some(2)), "{o}");
+    let copy = out.path().join("tree");
+    assert!(listing(&served.join("tree")) == listing(&copy));
+    // A file changed here: refused without --force, the rest in place.
+    write(&copy.join("sub/deep/c"), &data(70_000, 77));
+    let (code, _, e) = run_in(out.path(), &["get", &r.addr, "tree"]);
+    assert_eq!(code, Some(1), "{e}");
+    assert!(
+        e.contains("tree/sub/deep/c: file exists and differs (use --force)")
+            && e.contains("tree: 1 of 8 entries could not be stored"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read(copy.join("sub/deep/c")).unwrap(),
+        data(70_000, 77)
+    );
+    let (code, _, e) = run_in(out.path(), &["get", &r.addr, "tree", "--force"]);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(listing(&served.join("tree")) == listing(&copy));
+    assert!(temp_files(out.path()).is_empty());
+}
+
+#[test]
+fn get_a_directory_to_a_new_path_makes_it_the_tree_as_scp_does() {
+    let base = tempfile::tempdir().unwrap();
+    let served = served_tree(base.path());
+    let r = Recv::start(&["--dir", served.to_str().unwrap(), "--serve"]);
+    let out = tempfile::tempdir().unwrap();
+    // -o to a path that does not exist (its parent does): the tree's root.
+    let copy = out.path().join("copy");
+    let dest = copy.to_str().unwrap();
+    let (code, o, e) = run(&["get", &r.addr, "tree", "-o", dest], T);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(o.contains(&format!("(saved as {dest})")), "{o}");
+    assert!(listing(&served.join("tree")) == listing(&copy));
+    // Now it is a directory: the same command puts the tree inside it.
+    let (code, o, e) = run(&["get", &r.addr, "tree", "-o", dest], T);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(o.contains(&format!("(saved as {dest}/tree)")), "{o}");
+    assert!(listing(&served.join("tree")) == listing(&copy.join("tree")));
+    assert!(temp_files(out.path()).is_empty());
+}
+
+#[test]
+fn get_a_directory_reports_what_could_not_be_stored_and_keeps_the_rest() {
+    let base = tempfile::tempdir().unwrap();
+    let served = served_tree(base.path());
+    let r = Recv::start(&["--dir", served.to_str().unwrap(), "--serve"]);
+    let out = tempfile::tempdir().unwrap();
+    // An existing directory as -o: the tree lands inside it, where a file
+    // is in the way of one of its directories.
+    write(&out.path().join("tree/sub"), b"in the way");
+    let (code, o, e) = run(
+        &["get", &r.addr, "tree", "-o", out.path().to_str().unwrap()],
+        T,
+    );
+    assert_eq!(code, Some(1), "{o}{e}");
+    for gone in ["tree/sub", "tree/sub/big", "tree/sub/deep/c"] {
+        assert!(
+            e.contains(&format!("{gone}: a file is in the way of a directory")),
+            "{e}"
+        );
+    }
+    assert!(
+        e.contains("tree: 5 of 8 entries could not be stored"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read(out.path().join("tree/sub")).unwrap(),
+        b"in the way"
+    );
+    assert_eq!(
+        std::fs::read(out.path().join("tree/a")).unwrap(),
+        data(5, 0)
+    );
+    assert!(out.path().join("tree/empty").is_dir());
+    assert!(temp_files(out.path()).is_empty());
+}
+
+#[test]
+fn get_refuses_a_link_to_a_directory_the_served_root_and_a_missing_parent() {
+    let base = tempfile::tempdir().unwrap();
+    let served = served_tree(base.path());
+    std::os::unix::fs::symlink(served.join("tree"), served.join("linked")).unwrap();
+    let r = Recv::start(&["--dir", served.to_str().unwrap(), "--serve"]);
+    let out = tempfile::tempdir().unwrap();
+    let (code, _, e) = run_in(out.path(), &["get", &r.addr, "linked"]);
+    assert_eq!(code, Some(1), "{e}");
+    assert!(e.contains("not a regular file (a symbolic link)"), "{e}");
+    for root in [".", "./"] {
+        let (code, _, e) = run_in(out.path(), &["get", &r.addr, root]);
+        assert_eq!(code, Some(2), "{e}");
+        assert!(
+            e.contains("the served directory itself cannot be fetched"),
+            "{e}"
+        );
+    }
+    let missing = out.path().join("no/such/copy");
+    let (code, _, e) = run(
+        &["get", &r.addr, "tree", "-o", missing.to_str().unwrap()],
+        T,
+    );
+    assert_eq!(code, Some(3), "{e}");
+    assert!(e.contains("no such directory"), "{e}");
+    // A directory here is in the way of a file from there.
+    std::fs::create_dir(out.path().join("a")).unwrap();
+    let (code, _, e) = run_in(out.path(), &["get", &r.addr, "tree/a"]);
+    assert_eq!(code, Some(3), "{e}");
+    assert!(
+        e.contains("is a directory (the server sends a file)"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1);
+    assert!(out.path().join("a").is_dir());
+}
+
+#[test]
+fn get_a_directory_to_stdout_is_a_tar_stream() {
+    use std::io::Read;
+    let base = tempfile::tempdir().unwrap();
+    let served = served_tree(base.path());
+    let r = Recv::start(&["--dir", served.to_str().unwrap(), "--serve"]);
+    let got = output(&["get", &r.addr, "tree", "-o", "-"]);
+    let e = String::from_utf8_lossy(&got.stderr);
+    assert_eq!(got.status.code(), Some(0), "{e}");
+    assert!(e.contains("a directory, written as a tar stream"), "{e}");
+    assert!(e.contains("4 files and 4 directories"), "{e}");
+    let mut entries = Vec::new();
+    let mut archive = tar::Archive::new(&got.stdout[..]);
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        // What the server left out, for readers that look (tar passes over
+        // it).
+        if entry.header().entry_type().is_pax_global_extensions() {
+            continue;
+        }
+        let path = entry.path().unwrap().to_string_lossy().into_owned();
+        let name = path.trim_end_matches('/').to_string();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).unwrap();
+        entries.push((name, bytes));
+    }
+    let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "tree",
+            "tree/a",
+            "tree/empty",
+            "tree/sub",
+            "tree/sub/big",
+            "tree/sub/deep",
+            "tree/sub/deep/c",
+            "tree/sub/deep/zero"
+        ]
+    );
+    assert!(entries[4].1 == data(1_500_000, 1));
+    // --resume has nothing to resume there.
+    let (code, _, e) = run(&["get", &r.addr, "tree", "-o", "-", "--resume"], T);
+    assert_eq!(code, Some(2), "{e}");
+}
+
+#[test]
+fn get_resume_of_a_directory_fetches_it_whole_with_a_note() {
+    let base = tempfile::tempdir().unwrap();
+    let served = served_tree(base.path());
+    let r = Recv::start(&["--dir", served.to_str().unwrap(), "--serve"]);
+    let out = tempfile::tempdir().unwrap();
+    let (code, o, e) = run_in(out.path(), &["get", &r.addr, "tree", "--resume"]);
+    assert_eq!(code, Some(0), "{o}{e}");
+    assert!(e.contains("a directory is fetched whole"), "{e}");
+    assert!(listing(&served.join("tree")) == listing(&out.path().join("tree")));
+}

@@ -3,6 +3,8 @@
 //! transfer (or one per file) to its end on the calling thread.
 
 use std::collections::HashSet;
+
+use blake3::hazmat::ChainingValue;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -12,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use netblt_proto::{Connection, Mode};
 
 use crate::app::bundle::pack::Packer;
+use crate::app::bundle::unpack::Unpacker;
 use crate::app::bundle::{Bundle, FilesReport};
 use crate::app::meta::{
     Have, Request, Response, ALREADY_THERE, MAX_SAME_NAMES, NOTHING_TO_COMPARE,
@@ -292,37 +295,85 @@ pub fn send_stream(
     put(input, None, false, name, req, addr, opts)
 }
 
-/// Fetches the file `name` (relative to its directory) from a receiver that
-/// serves files (`netblt recv --serve`, or
-/// [`ReceiverOptions::serve`](crate::ReceiverOptions::serve)), into `dest`:
-/// a file path, or an existing directory to put it in under the name's last
-/// component. An existing file is refused unless
-/// [`SendOptions::overwrite`]. The file appears only once verified.
+/// Fetches the file or directory `name` (relative to its directory) from a
+/// receiver that serves files (`netblt recv --serve`, or
+/// [`ReceiverOptions::serve`](crate::ReceiverOptions::serve)) into `dest`,
+/// as `scp -r` puts it: inside `dest` under the name's last component when
+/// `dest` is an existing directory, else as `dest` itself, whose parent
+/// must exist. A file appears only once verified; an existing file is
+/// refused unless [`SendOptions::overwrite`].
+///
+/// A directory comes in one transfer as a bundle (decision M15) and is
+/// unpacked with the rules of a receiver of [`send_bundle`]: modification
+/// times and permission bits kept, nothing written outside the destination,
+/// nothing under its final name before the whole stream is verified, a file
+/// already there with the same bytes left as it is (counted `unchanged`), a
+/// differing one refused unless [`SendOptions::overwrite`]. The report's
+/// [`files`](TransferReport::files) says what arrived; entries that could
+/// not be stored, or that the server could not read, make it fail with "N
+/// of M entries could not be stored" and are listed there, the others being
+/// in place. A directory cannot be resumed: with [`SendOptions::resume`] it
+/// is fetched whole, and the report's `note` says so. The served directory
+/// itself (`""`, `"."`) cannot be fetched: name one inside it.
 pub fn get(
     addr: SocketAddr,
     name: &str,
     dest: impl AsRef<Path>,
     opts: &SendOptions,
 ) -> Result<TransferReport, Error> {
-    let parts = sanitize(name).map_err(|_| {
-        Error::InvalidOptions(format!(
-            "'{name}': not a valid name (relative path, no '..')"
-        ))
-    })?;
+    let (name, parts) = checked_name(name)?;
     let base = parts.last().copied().unwrap_or("file").to_string();
-    let dest = dest.as_ref();
-    let out = if dest.is_dir() {
-        dest.join(&base)
-    } else {
-        dest.to_path_buf()
-    };
-    // Fail before talking to anyone if the file is in the way.
-    if std::fs::symlink_metadata(&out).is_ok() && !opts.overwrite {
+    let out = destination(dest.as_ref(), &base)?;
+    // A directory already there can only take a directory: fetched again
+    // into it, file by file (M13's comparison). Anything else in the way
+    // fails here, before talking to anyone.
+    let there = std::fs::symlink_metadata(&out).ok();
+    let is_dir = there.as_ref().is_some_and(std::fs::Metadata::is_dir);
+    if there.is_some() && !is_dir && !opts.overwrite {
         return Err(Error::Local(format!(
             "{}: file exists (use --force to overwrite)",
             out.display()
         )));
     }
+    let part = if is_dir {
+        None
+    } else {
+        Some(PartFile::open(&out, opts.overwrite).map_err(Error::from)?)
+    };
+    let offer = part.as_ref().filter(|_| opts.resume).and_then(resume_offer);
+    let have = offer.as_ref().map(|(h, _)| h.clone());
+    let force = opts.overwrite;
+    let make: MakeTarget = Box::new(move |resp: &Response| {
+        if resp.bundle {
+            // Dropped unused: the empty partial file goes (and with it an
+            // older partial copy of a file of that name, a directory now).
+            drop(part);
+            return tree_target(&out, &base, force);
+        }
+        file_target(part, &out, resp, offer)
+    });
+    let req = Request::Get {
+        name: name.to_string(),
+        have,
+        bundle: true,
+    };
+    let resume = opts.resume;
+    fetched(read(addr, name, req, make, opts), |r| {
+        if resume && r.files.is_some() {
+            r.note.get_or_insert_with(|| NOT_RESUMED.into());
+        }
+    })
+}
+
+/// Where `get` puts what `base` (the last component of the name asked for)
+/// names, as `scp -r` does: inside `dest` when it is a directory, else at
+/// `dest`, whose parent must exist (decision M15).
+fn destination(dest: &Path, base: &str) -> Result<PathBuf, Error> {
+    let out = if dest.is_dir() {
+        dest.join(base)
+    } else {
+        dest.to_path_buf()
+    };
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -333,60 +384,160 @@ pub fn get(
             parent.display()
         )));
     }
-    let mut part = PartFile::open(&out, opts.overwrite).map_err(Error::from)?;
-    // With --resume, offer what an earlier try left (its journal names the
-    // server's file by size and mtime; the server checks both, then the
-    // prefix's hash).
-    let journal = if opts.resume { part.journal() } else { None };
-    let offer = journal.filter(|j| j.usable() > 0).map(|j| {
-        let cvs = j.cvs[..j.usable()].to_vec();
-        let have = Have {
-            size: j.size,
-            mtime: j.mtime,
-            from: cvs.len() as u64 * UNIT,
-            prefix: hex(&prefix_hash(&cvs)),
-        };
-        (have, cvs)
-    });
-    let have = offer.as_ref().map(|(h, _)| h.clone());
-    let make: MakeTarget = Box::new(move |resp: &Response| {
-        part.ident = resp.size.zip(resp.mtime);
-        part.mode = resp.mode;
-        if let Some((h, cvs)) = offer {
-            if resp.from == Some(h.from) && part.ident == Some((h.size, h.mtime)) {
-                part.offer = Some((h.from, cvs));
-            }
-        }
-        Ok(Target::File(part))
-    });
-    let req = Request::Get {
-        name: name.to_string(),
-        have,
+    Ok(out)
+}
+
+/// With --resume, what an earlier try left to offer: its journal names the
+/// server's file by size and mtime (the server checks both, then the
+/// prefix's hash).
+fn resume_offer(part: &PartFile) -> Option<(Have, Vec<ChainingValue>)> {
+    let j = part.journal().filter(|j| j.usable() > 0)?;
+    let cvs = j.cvs[..j.usable()].to_vec();
+    let have = Have {
+        size: j.size,
+        mtime: j.mtime,
+        from: cvs.len() as u64 * UNIT,
+        prefix: hex(&prefix_hash(&cvs)),
     };
-    read(addr, name, req, make, opts)
+    Some((have, cvs))
+}
+
+/// Where a fetched file goes: the partial file beside `out` (`None`: `out`
+/// is a directory, which a file cannot replace), resumed from `offer` if
+/// the server took it.
+fn file_target(
+    part: Option<PartFile>,
+    out: &Path,
+    resp: &Response,
+    offer: Option<(Have, Vec<ChainingValue>)>,
+) -> Result<Target, AppError> {
+    let Some(mut part) = part else {
+        return Err(AppError::new(
+            Kind::Local,
+            format!(
+                "{}: is a directory (the server sends a file)",
+                out.display()
+            ),
+            "the client has a directory of that name",
+        ));
+    };
+    part.ident = resp.size.zip(resp.mtime);
+    part.mode = resp.mode;
+    if let Some((h, cvs)) = offer {
+        if resp.from == Some(h.from) && part.ident == Some((h.size, h.mtime)) {
+            part.offer = Some((h.from, cvs));
+        }
+    }
+    Ok(Target::File(part))
+}
+
+/// The note of a `get --resume` that brought a directory.
+const NOT_RESUMED: &str = "a directory is fetched whole (a bundle cannot be resumed); \
+     files already here with the same bytes were left as they were";
+
+/// A name `get` may ask for, without the trailing `/` a shell completes a
+/// directory with, and its components: the rules of the server's
+/// (relative, no `..`), and not the served directory itself, which has no
+/// name of its own to land under (M15).
+fn checked_name(name: &str) -> Result<(&str, Vec<&str>), Error> {
+    let trimmed = name.trim_end_matches('/');
+    if matches!(trimmed, "" | ".") {
+        return Err(Error::InvalidOptions(format!(
+            "'{name}': the served directory itself cannot be fetched (name a file or directory in it)"
+        )));
+    }
+    let parts = sanitize(trimmed).map_err(|_| {
+        Error::InvalidOptions(format!(
+            "'{name}': not a valid name (relative path, no '..')"
+        ))
+    })?;
+    Ok((trimmed, parts))
+}
+
+/// Where a fetched directory is unpacked (M15): `out` is made, or filled
+/// if it is a directory already, from the stream whose top-level name is
+/// `top` (the last component of the name asked for).
+fn tree_target(out: &Path, top: &str, force: bool) -> Result<Target, AppError> {
+    let shown = out.display().to_string();
+    // Checked again: a file may have taken the name since.
+    if std::fs::symlink_metadata(out).is_ok_and(|m| !m.is_dir()) {
+        return Err(AppError::new(
+            Kind::Local,
+            format!("{shown}: exists and is not a directory (the server sends one)"),
+            "the client has a file of that name",
+        ));
+    }
+    let to = out.file_name().ok_or_else(|| {
+        AppError::new(
+            Kind::InvalidOptions,
+            format!("{shown}: not a name a directory can take"),
+            "refused by the client",
+        )
+    })?;
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let u = Unpacker::new(parent, force)?;
+    Ok(Target::Bundle(Box::new(u.fetching(
+        top.as_bytes(),
+        std::os::unix::ffi::OsStrExt::as_bytes(to),
+    ))))
+}
+
+/// A fetch's report, whether it succeeded or not, with `adjust` applied;
+/// a directory's failures said in this end's words: "N of M entries could
+/// not be stored", where the QUIT to the server adds "at the receiver".
+fn fetched(
+    result: Result<TransferReport, Error>,
+    adjust: impl FnOnce(&mut TransferReport),
+) -> Result<TransferReport, Error> {
+    let mut report = match result {
+        Ok(r) => r,
+        Err(Error::Transfer(r)) => *r,
+        Err(e) => return Err(e),
+    };
+    adjust(&mut report);
+    if let Some(f) = report.files.as_ref().filter(|f| f.failures() > 0) {
+        let quit = f.quit_reason();
+        let ours = quit.lines().next().unwrap_or_default();
+        if matches!(&report.error, Some(Error::Failed(m)) if m == ours) {
+            report.error = Some(Error::Failed(f.not_stored()));
+        }
+    }
+    report.into_result()
 }
 
 /// Fetches the file `name` from a serving receiver into `writer` (in
 /// order: `netblt get HOST NAME -o -` writes standard output). The bytes
 /// reach `writer` before the digest is checked; `Ok` says they were the
 /// server's file, verified.
+///
+/// A directory comes as its bundle's tar stream, written as it arrives
+/// (`netblt get HOST DIR -o - | tar x`; decision M15): the report's
+/// [`files`](TransferReport::files) is then set (it is `None` for a file)
+/// and counts what the stream held; what the server could not read fails
+/// the transfer, listed there, once the stream has been written.
 pub fn get_to_writer(
     addr: SocketAddr,
     name: &str,
     writer: impl std::io::Write + Send + 'static,
     opts: &SendOptions,
 ) -> Result<TransferReport, Error> {
-    sanitize(name).map_err(|_| {
-        Error::InvalidOptions(format!(
-            "'{name}': not a valid name (relative path, no '..')"
-        ))
-    })?;
-    let make: MakeTarget = Box::new(move |_: &Response| Ok(Target::Writer(Box::new(writer))));
+    let (name, _) = checked_name(name)?;
+    let make: MakeTarget = Box::new(move |resp: &Response| {
+        Ok(if resp.bundle {
+            Target::Tar(Box::new(writer), Box::default())
+        } else {
+            Target::Writer(Box::new(writer))
+        })
+    });
     let req = Request::Get {
         name: name.to_string(),
         have: None,
+        bundle: true,
     };
-    read(addr, name, req, make, opts)
+    fetched(read(addr, name, req, make, opts), |_| {})
 }
 
 /// Runs a READ transfer.

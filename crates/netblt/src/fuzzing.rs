@@ -17,7 +17,33 @@ pub fn unpack(
     force: bool,
     commit: bool,
 ) -> Result<(u64, u64, u64), String> {
-    let mut u = Unpacker::new(dir, force).map_err(|e| e.message)?;
+    let u = Unpacker::new(dir, force).map_err(|e| e.message)?;
+    feed(u, stream, piece, commit)
+}
+
+/// As [`unpack`], but as a client fetching a directory unpacks it (`get`,
+/// decision M15): entries below the top-level name `from` land below `to`
+/// in `dir`, any other entry is refused, and what the server says it left
+/// out is taken in.
+pub fn unpack_fetched(
+    dir: &Path,
+    stream: &[u8],
+    piece: usize,
+    force: bool,
+    commit: bool,
+    (from, to): (&[u8], &[u8]),
+) -> Result<(u64, u64, u64), String> {
+    let u = Unpacker::new(dir, force).map_err(|e| e.message)?;
+    feed(u.fetching(from, to), stream, piece, commit)
+}
+
+/// Feeds `stream` in pieces, then commits or abandons.
+fn feed(
+    mut u: Unpacker,
+    stream: &[u8],
+    piece: usize,
+    commit: bool,
+) -> Result<(u64, u64, u64), String> {
     for p in stream.chunks(piece.max(1)) {
         if let Err(e) = u.push(p) {
             u.abandon();

@@ -289,7 +289,8 @@ pub struct ReceiverOptions {
     /// Default: off (an existing file is refused, never overwritten).
     pub overwrite: bool,
     /// [`serve_dir`](crate::Receiver::serve_dir): also let peers fetch the
-    /// directory's files (READ mode, [`get`](crate::get)). Default: off.
+    /// directory's files and directories (READ mode, [`get`](crate::get);
+    /// a directory goes as a bundle, links in it never sent). Default: off.
     pub serve: bool,
     /// Stop after this many transfers (ended well or not). Default: `None`,
     /// serve until [`stop`](Self::stop).

@@ -10,8 +10,10 @@ use std::time::Duration;
 
 use netblt_proto::{Connection, Incoming, Mode};
 
+use crate::app::bundle::serve::serve_tree;
 use crate::app::bundle::unpack::Unpacker;
-use crate::app::meta::{Request, Response, ALREADY_THERE, NOTHING_TO_COMPARE};
+use crate::app::bundle::FilesReport;
+use crate::app::meta::{Have, Request, Response, ALREADY_THERE, NOTHING_TO_COMPARE};
 use crate::app::names::resolve;
 use crate::app::params::{config, passive_limits, passive_limits_for, passive_rate};
 use crate::app::partial::{parse_digest, PartFile};
@@ -175,6 +177,27 @@ struct Policy {
     summary: ReceiverSummary,
 }
 
+/// What a request is answered with: the plan, the name reports use, the
+/// RESPONSE, and for a directory served to `get` what its packer counts
+/// (the server's report, M15).
+struct Planned {
+    plan: Plan,
+    name: String,
+    resp: Response,
+    pack: Option<Arc<Mutex<FilesReport>>>,
+}
+
+impl Planned {
+    fn new(plan: Plan, name: impl Into<String>, resp: Response) -> Planned {
+        Planned {
+            plan,
+            name: name.into(),
+            resp,
+            pack: None,
+        }
+    }
+}
+
 /// What a WRITE request says about the file.
 struct PutMeta {
     size: Option<u64>,
@@ -245,7 +268,7 @@ impl Policy {
         }
     }
 
-    fn plan(&self, inc: &Incoming, req: Request) -> Result<(Plan, String, Response), String> {
+    fn plan(&self, inc: &Incoming, req: Request) -> Result<Planned, String> {
         match (inc.mode, req) {
             (Mode::Write, Request::Sink { size, digest }) => {
                 // K16: a test may go without the end-to-end digest only when
@@ -265,14 +288,14 @@ impl Policy {
                     }
                     _ => Target::Discard,
                 };
-                Ok((
+                Ok(Planned::new(
                     Plan::Receive {
                         size: Some(size),
                         target: Some(target),
                         make: None,
                         digest,
                     },
-                    "sink".into(),
+                    "sink",
                     Response::default(),
                 ))
             }
@@ -293,7 +316,7 @@ impl Policy {
                     resume,
                 };
                 let (target, resp) = self.target(&name, &m, inc.remote)?;
-                Ok((
+                Ok(Planned::new(
                     Plan::Receive {
                         size,
                         target: Some(target),
@@ -326,7 +349,7 @@ impl Policy {
                         Target::Handler(Arc::clone(h), t)
                     }
                 };
-                Ok((
+                Ok(Planned::new(
                     Plan::Receive {
                         size: None,
                         target: Some(target),
@@ -343,81 +366,130 @@ impl Policy {
                     return Err(NOTHING_TO_COMPARE.into());
                 };
                 // Its name is never shown: the check is not reported.
-                Ok((
+                Ok(Planned::new(
                     Plan::Send {
                         reader: Input::Stream(Box::new(Listing::new(dir, names, key))),
                         size: None,
                         resume: false,
                     },
-                    "(check of what is here)".into(),
+                    "(check of what is here)",
                     Response::default(),
                 ))
             }
-            (Mode::Read, Request::Get { name, have }) => {
+            (Mode::Read, Request::Get { name, have, bundle }) => {
                 let dir = match &self.data {
                     Data::Dir(d) if self.opts.serve => d,
                     _ => return Err("reading not enabled (start the receiver with --serve)".into()),
                 };
-                let path = resolve(dir, &name, false)?;
-                // Never through a symbolic link: `resolve` keeps the parent
-                // inside the directory, but a link as the last component
-                // served whatever it pointed to (/etc/passwd, with a link
-                // planted in the served directory).
-                let file = {
-                    use std::os::unix::fs::OpenOptionsExt;
-                    std::fs::OpenOptions::new()
-                        .read(true)
-                        // O_NONBLOCK: a FIFO would otherwise hold the loop
-                        // that serves every transfer until a writer came
-                        // (it is refused below; regular files ignore it).
-                        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-                        .open(&path)
-                }
-                .map_err(|e| match e.raw_os_error() {
-                    Some(libc::ELOOP) => "not a regular file (a symbolic link)".to_string(),
-                    _ => io_reason(&e),
-                })?;
-                let meta = file.metadata().map_err(|e| io_reason(&e))?;
-                if !meta.is_file() {
-                    return Err("not a regular file".into());
-                }
-                let mtime = mtime_ns(&meta);
-                let mut resp = Response {
-                    size: Some(meta.len()),
-                    mtime,
-                    mode: Some(std::os::unix::fs::PermissionsExt::mode(&meta.permissions())),
-                    ..Response::default()
-                };
-                // The client holds part of this file: the same version
-                // (size and mtime) is resumed; the reader thread then checks
-                // the prefix's hash before skipping it.
-                let mut offer = None;
-                if let Some(h) = have {
-                    let same = h.size == meta.len() && Some(h.mtime) == mtime;
-                    match parse_digest(&h.prefix) {
-                        Some(p) if same && h.from % UNIT == 0 && h.from < meta.len() => {
-                            resp.from = Some(h.from);
-                            resp.prefix = Some(h.prefix.clone());
-                            offer = Some((h.from, p));
-                        }
-                        _ => {
-                            resp.note = Some("the file changed since the partial copy was made: discarded, sending it whole".into());
-                        }
-                    }
-                }
-                Ok((
-                    Plan::Send {
-                        reader: Input::File { file, offer },
-                        size: Some(meta.len()),
-                        resume: false,
-                    },
-                    name,
-                    resp,
-                ))
+                serve_get(dir, name, have, bundle)
             }
             _ => Err("operation does not match the NETBLT mode".into()),
         }
     }
+}
+
+/// A `get`: the file `name` below `dir`, or the directory (M15) as a bundle
+/// when the client takes one (`bundle`).
+fn serve_get(
+    dir: &Path,
+    name: String,
+    have: Option<Have>,
+    bundle: bool,
+) -> Result<Planned, String> {
+    let path = resolve(dir, &name, false)?;
+    // Never through a symbolic link: `resolve` keeps the parent
+    // inside the directory, but a link as the last component
+    // served whatever it pointed to (/etc/passwd, with a link
+    // planted in the served directory).
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            // O_NONBLOCK: a FIFO would otherwise hold the loop
+            // that serves every transfer until a writer came
+            // (it is refused below; regular files ignore it).
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)
+    }
+    .map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => "not a regular file (a symbolic link)".to_string(),
+        _ => io_reason(&e),
+    })?;
+    let meta = file.metadata().map_err(|e| io_reason(&e))?;
+    if meta.is_dir() {
+        if !bundle {
+            // An older client would store the tar stream as the file.
+            return Err(OLD_CLIENT.into());
+        }
+        return plan_tree(&path, name);
+    }
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    let mtime = mtime_ns(&meta);
+    let mut resp = Response {
+        size: Some(meta.len()),
+        mtime,
+        mode: Some(std::os::unix::fs::PermissionsExt::mode(&meta.permissions())),
+        ..Response::default()
+    };
+    // The client holds part of this file: the same version
+    // (size and mtime) is resumed; the reader thread then checks
+    // the prefix's hash before skipping it.
+    let mut offer = None;
+    if let Some(h) = have {
+        let same = h.size == meta.len() && Some(h.mtime) == mtime;
+        match parse_digest(&h.prefix) {
+            Some(p) if same && h.from % UNIT == 0 && h.from < meta.len() => {
+                resp.from = Some(h.from);
+                resp.prefix = Some(h.prefix.clone());
+                offer = Some((h.from, p));
+            }
+            _ => {
+                resp.note = Some(
+                    "the file changed since the partial copy was made: discarded, sending it whole"
+                        .into(),
+                );
+            }
+        }
+    }
+    Ok(Planned::new(
+        Plan::Send {
+            reader: Input::File { file, offer },
+            size: Some(meta.len()),
+            resume: false,
+        },
+        name,
+        resp,
+    ))
+}
+
+/// The refusal of a directory to a client older than M15: said so, rather
+/// than "not a regular file", which sent users looking at the name.
+const OLD_CLIENT: &str =
+    "is a directory: this netblt client cannot fetch directories (a newer one can)";
+
+/// A directory for `get` (M15): its bundle, a stream of unknown length; the
+/// RESPONSE says so, with the stream's expected length when the walk was
+/// quick. A `have` (a partial file) is ignored: a bundle cannot be resumed.
+fn plan_tree(path: &Path, name: String) -> Result<Planned, String> {
+    let served = serve_tree(path)?;
+    let resp = Response {
+        bundle: true,
+        total: served.total,
+        ..Response::default()
+    };
+    let mut planned = Planned::new(
+        Plan::Send {
+            reader: Input::Stream(Box::new(served.stream)),
+            size: None,
+            resume: false,
+        },
+        name,
+        resp,
+    );
+    planned.pack = Some(served.report);
+    Ok(planned)
 }
 
 impl Service for Policy {
@@ -426,7 +498,7 @@ impl Service for Policy {
     fn incoming(&mut self, inc: &Incoming, waker: &Arc<Waker>) -> Result<Accept<Transfer>, String> {
         let req = Request::decode(&inc.client)?;
         let auxiliary = matches!(req, Request::Same { .. });
-        let (plan, name, resp) = self.plan(inc, req)?;
+        let planned = self.plan(inc, req)?;
         // The peer's family, not the socket's: a dual-stack `[::]` socket
         // has IPv4 peers too, whose datagrams may be 20 bytes larger.
         let mut cfg = config(
@@ -436,11 +508,13 @@ impl Service for Policy {
             passive_rate(),
         );
         cfg.params = passive_limits_for(&inc.offer);
-        let mut transfer = Transfer::new(name, plan, Arc::clone(waker));
+        let mut transfer = Transfer::new(planned.name, planned.plan, Arc::clone(waker));
         transfer.auxiliary = auxiliary;
+        transfer.pack = planned.pack;
+        transfer.total_hint = planned.resp.total;
         Ok(Accept {
             config: Some(cfg),
-            response: resp.encode(),
+            response: planned.resp.encode(),
             transfer,
         })
     }
@@ -468,5 +542,36 @@ impl Service for Policy {
             f(&report, &junk);
         }
         self.opts.max_transfers.is_none_or(|m| s.transfers < m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// M15: a directory asked for by a client that takes bundles is sent
+    /// as one; a client older than that is told why it is refused (it would
+    /// have stored the tar stream as the file); a link to a directory is
+    /// never followed.
+    #[test]
+    fn a_directory_is_served_to_a_client_that_takes_bundles_only() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("tree/sub")).unwrap();
+        std::fs::write(t.path().join("tree/sub/f"), b"x").unwrap();
+        std::os::unix::fs::symlink(t.path().join("tree"), t.path().join("link")).unwrap();
+        let p = serve_get(t.path(), "tree".into(), None, true).unwrap();
+        assert!(p.resp.bundle && p.resp.size.is_none(), "{:?}", p.resp);
+        assert!(p.pack.is_some());
+        assert!(matches!(p.plan, Plan::Send { size: None, .. }));
+        let refused = serve_get(t.path(), "tree".into(), None, false).err();
+        assert_eq!(refused.as_deref(), Some(OLD_CLIENT));
+        let link = serve_get(t.path(), "link".into(), None, true).err();
+        assert_eq!(
+            link.as_deref(),
+            Some("not a regular file (a symbolic link)")
+        );
+        // A file is still a file, whichever the client.
+        let f = serve_get(t.path(), "tree/sub/f".into(), None, true).unwrap();
+        assert_eq!((f.resp.bundle, f.resp.size), (false, Some(1)));
     }
 }

@@ -1,5 +1,6 @@
 //! `netblt get HOST[:PORT] NAME [-o PATH]`: READ mode (the receiver must run
-//! with `--serve`).
+//! with `--serve`). A directory comes as a bundle, unpacked here, or its tar
+//! stream with `-o -` (decision M15).
 
 use std::path::PathBuf;
 
@@ -7,7 +8,7 @@ use clap::Args;
 
 use crate::exit::{self, CliError};
 use crate::flags::{CommonFlags, ParamFlags};
-use crate::output::{line, why};
+use crate::output::{bundle_error, line, print_failed, why};
 use crate::progress::default_sigpipe;
 use crate::remote::Remote;
 
@@ -15,21 +16,33 @@ use crate::remote::Remote;
 pub struct GetArgs {
     /// The serving receiver, HOST[:PORT] (default port 9998).
     pub host: String,
-    /// The file's name relative to the receiver's --dir.
+    /// The file's or directory's name relative to the receiver's --dir. A
+    /// directory comes whole in one connection (a bundle, as `send DIR`
+    /// sends one): modification times and permission bits kept, links in
+    /// it never followed nor fetched, nothing written outside the
+    /// destination, nothing under its final name before the whole tree is
+    /// verified. Files already here with the same bytes are left as they
+    /// are; one that differs is refused without --force. The receiver's
+    /// directory itself (`.`) cannot be fetched.
     pub name: String,
-    /// Where to write it: a file, an existing directory to put it in, or
-    /// `-` for standard output (in order; the exit status says whether the
-    /// digest verified). Default: the name's last component, in the current
-    /// directory.
+    /// Where to put it, as `scp -r` does: in an existing directory under
+    /// the name's last component, else at this path (a directory fetched is
+    /// made there; the parent must exist). `-` writes a file to standard
+    /// output (in order; the exit status says whether the digest verified),
+    /// and a directory as a tar stream (`-o - | tar x`). Default: the
+    /// name's last component, in the current directory.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
-    /// Overwrite an existing file.
+    /// Overwrite an existing file (in a directory fetched: replace the
+    /// files that differ).
     #[arg(long)]
     pub force: bool,
     /// Continue an interrupted `get`: the partial file and its journal left
     /// beside the destination are offered to the server, which sends only
     /// the rest if its file is the same (size, modification time, hash of
-    /// the prefix); otherwise the file comes whole.
+    /// the prefix); otherwise the file comes whole. A directory cannot be
+    /// resumed: it comes whole (with a note), the files already here with
+    /// the same bytes left as they are.
     #[arg(long)]
     pub resume: bool,
     #[command(flatten)]
@@ -47,21 +60,22 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     }
     // Where the library will put it, for the message: the name's last
     // component in the current directory, or in the directory given.
-    let base = a.name.rsplit('/').next().unwrap_or("file").to_string();
+    let base = a
+        .name
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or("file")
+        .to_string();
     let out = match &a.output {
         Some(p) if p.is_dir() => p.join(&base),
         Some(p) => p.clone(),
         None => PathBuf::from(&base),
     };
-    // An existing directory named like the file is in the way too (the
-    // library would put the file inside it).
-    if std::fs::symlink_metadata(&out).is_ok() && !a.force && a.output.is_none() {
-        return Err(CliError::new(
-            exit::LOCAL,
-            format!("{}: file exists (use --force to overwrite)", out.display()),
-        )
-        .into());
-    }
+    // The library decides what is in the way (a directory of the name is
+    // one fetched again, or in the way of a file); it puts the name in
+    // `dest` when `dest` is a directory.
+    let dest = a.output.clone().unwrap_or_else(|| PathBuf::from("."));
     let mut opts = a.common.send_options(params);
     // As the data receiver, its maximum goes to the sender in each OK
     // (RFC 998 §4, R31).
@@ -71,7 +85,7 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     opts.resume = a.resume;
     let bar = a.common.live();
     bar.attach(&mut opts);
-    let result = remote.run(|r| netblt::get(r, &a.name, &out, &opts));
+    let result = remote.run(|r| netblt::get(r, &a.name, &dest, &opts));
     bar.finish();
     let report = match result {
         Ok(r) => r,
@@ -87,13 +101,11 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
             println!("{w}");
         }
     }
-    match &report.error {
-        None => Ok(exit::OK),
-        Some(e) => Err(CliError::new(exit::of(e), format!("{}: {e}", a.name)).into()),
-    }
+    finish(&a.name, &report)
 }
 
-/// `get -o -`: the file to standard output; reports go to stderr.
+/// `get -o -`: the file (or a directory's tar stream) to standard output;
+/// reports go to stderr.
 fn to_stdout(
     a: GetArgs,
     remote: &Remote,
@@ -123,9 +135,32 @@ fn to_stdout(
         eprintln!("{}", serde_json::to_string(&report)?);
     } else if report.error.is_none() {
         eprintln!("netblt: {}", line(&report));
+        if report.files.is_some() {
+            eprintln!(
+                "netblt: {}: a directory, written as a tar stream (pipe it to `tar x`)",
+                a.name
+            );
+        }
+    }
+    finish(&a.name, &report)
+}
+
+/// The end of a fetch, on stderr: for a directory, what the server left
+/// out and the entries that could not be stored (one line each), then the
+/// error; returns the exit code.
+fn finish(name: &str, report: &netblt::TransferReport) -> anyhow::Result<i32> {
+    if let Some(f) = &report.files {
+        if f.not_regular > 0 {
+            eprintln!(
+                "netblt: {name}: {} not sent by the server: symbolic links or special files (links are never followed)",
+                f.not_regular
+            );
+        }
+        print_failed(f, "", "entries failed");
     }
     match &report.error {
         None => Ok(exit::OK),
-        Some(e) => Err(CliError::new(exit::of(e), format!("{}: {e}", a.name)).into()),
+        Some(e) if report.files.is_some() => bundle_error(name, e),
+        Some(e) => Err(CliError::new(exit::of(e), format!("{name}: {e}")).into()),
     }
 }

@@ -44,7 +44,9 @@ pub struct RecvArgs {
     /// arrives as its tar stream.
     #[arg(long, conflicts_with_all = ["sink", "serve", "dir"])]
     pub stdout: bool,
-    /// Let peers fetch files under --dir (`netblt get`, READ mode).
+    /// Let peers fetch files and directories under --dir (`netblt get`,
+    /// READ mode; a directory goes in one connection as a bundle, links in
+    /// it never followed nor sent).
     #[arg(long)]
     pub serve: bool,
     /// Limit all the transfers running together, shared fairly among
@@ -93,12 +95,7 @@ fn print_report(report: &TransferReport, junk: &JunkCounts, json: bool, to_stder
     }
     // A bundle's entries that could not be stored: one line each.
     if let Some(f) = &report.files {
-        for x in &f.failed {
-            eprintln!("netblt: {}: {}", x.name, x.reason);
-        }
-        if f.more_failed > 0 {
-            eprintln!("netblt: ... and {} more entries failed", f.more_failed);
-        }
+        crate::output::print_failed(f, "", "entries failed");
     }
 }
 

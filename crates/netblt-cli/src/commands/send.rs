@@ -11,7 +11,7 @@ use clap::Args;
 
 use crate::exit::{self, CliError};
 use crate::flags::{CommonFlags, ParamFlags};
-use crate::output::{line, why};
+use crate::output::{bundle_error, line, print_failed, why};
 use crate::progress::default_sigpipe;
 use crate::remote::Remote;
 
@@ -223,30 +223,12 @@ fn finish_bundle(
         }
     }
     if let Some(f) = &report.files {
-        for x in &f.failed {
-            eprintln!("netblt: {}: not sent: {}", x.name, x.reason);
-        }
-        if f.more_failed > 0 {
-            eprintln!("netblt: ... and {} more not sent", f.more_failed);
-        }
+        print_failed(f, "not sent: ", "not sent");
     }
     match &report.error {
         None => Ok((exit::OK, false)),
-        Some(e) => {
-            // The receiver's list of failures comes one per line.
-            let text = e.to_string();
-            let mut lines = text.lines();
-            let first = format!("{}: {}", report.name, lines.next().unwrap_or_default());
-            let rc = exit::of(e);
-            if rc == exit::NETWORK {
-                return Err(CliError::new(rc, first).into());
-            }
-            eprintln!("netblt: {first}");
-            for l in lines {
-                eprintln!("netblt:   {l}");
-            }
-            Ok((rc, false))
-        }
+        // The receiver's list of failures comes one per line.
+        Some(e) => bundle_error(&report.name, e).map(|rc| (rc, false)),
     }
 }
 

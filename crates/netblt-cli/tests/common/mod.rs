@@ -2,6 +2,8 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -253,4 +255,50 @@ pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(5));
     }
     false
+}
+
+/// Sets `p`'s modification time, in nanoseconds since 1970.
+pub fn set_mtime(p: &Path, ns: u64) {
+    let t = std::time::UNIX_EPOCH + Duration::from_nanos(ns);
+    let f = std::fs::File::open(p).unwrap();
+    f.set_times(std::fs::FileTimes::new().set_modified(t))
+        .unwrap();
+}
+
+/// `p`'s permission bits (a link's own).
+pub fn mode(p: &Path) -> u32 {
+    std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// One entry of a tree: relative name, is a directory, mode, mtime, bytes.
+pub type Entry = (Vec<u8>, bool, u32, std::time::SystemTime, Vec<u8>);
+
+/// Every entry below `root`, in name order, links excluded.
+pub fn listing(root: &Path) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.file_type().is_symlink() {
+                continue;
+            }
+            let rel = p
+                .strip_prefix(root)
+                .unwrap()
+                .as_os_str()
+                .as_bytes()
+                .to_vec();
+            let bytes = if m.is_dir() {
+                stack.push(p.clone());
+                Vec::new()
+            } else {
+                std::fs::read(&p).unwrap()
+            };
+            out.push((rel, m.is_dir(), mode(&p), m.modified().unwrap(), bytes));
+        }
+    }
+    out.sort();
+    out
 }

@@ -8,9 +8,13 @@
 //! * OPEN, WRITE: `{"v":1,"op":"put","name":"rel/path","size":N,"mtime":NS,"mode":M}`;
 //!   no `size` for a stream of unknown length (`netblt send -`); with
 //!   `"resume":true` the sender asks what the receiver already has.
-//! * OPEN, READ: `{"v":1,"op":"get","name":"rel/path"}`, with `--resume`
-//!   also `"have":{"size":N,"mtime":NS,"from":K,"prefix":"hex"}`: this end
-//!   holds the first K bytes of a file that had that size and mtime.
+//! * OPEN, READ: `{"v":1,"op":"get","name":"rel/path","bundle":true}`,
+//!   with `--resume` also `"have":{"size":N,"mtime":NS,"from":K,"prefix":"hex"}`:
+//!   this end holds the first K bytes of a file that had that size and
+//!   mtime. `"bundle":true`: a directory may come as a bundle (decision
+//!   M15); a client without it (older than that) is refused a directory
+//!   with a reason that says so, rather than sent a tar stream it would
+//!   store as the file's bytes.
 //! * OPEN, WRITE, benchmark: `{"v":1,"op":"sink","size":N}`; in an
 //!   encrypted session `"digest":false` may follow: the transfer then
 //!   carries exactly `size` bytes, no digest (decision K16)
@@ -24,7 +28,10 @@
 //!   ([`crate::app::same`]), so that a bundle can leave out the files it
 //!   has (decision M14). A receiver older than that refuses the operation.
 //! * RESPONSE: `{"v":1}`; answering a `get`, the file's `size`, `mtime` and
-//!   `mode`; accepting a resume, `"from":K,"prefix":"hex"` (put: what the
+//!   `mode`, or for a directory `"bundle":true` (the data are its bundle, a
+//!   stream of unknown length) and, when the server's walk finished before
+//!   it answered, `"total":N`, the stream's expected length (progress only);
+//!   accepting a resume, `"from":K,"prefix":"hex"` (put: what the
 //!   receiver has; get: the offer accepted); `note` says why a partial copy
 //!   was discarded.
 //!
@@ -78,8 +85,13 @@ pub(crate) enum Request {
         mode: Option<u32>,
         resume: bool,
     },
-    /// Send us the file `name` (READ mode); `have`: we hold part of it.
-    Get { name: String, have: Option<Have> },
+    /// Send us the file `name` (READ mode); `have`: we hold part of it;
+    /// `bundle`: a directory may come as a bundle (M15).
+    Get {
+        name: String,
+        have: Option<Have>,
+        bundle: bool,
+    },
     /// Discard `size` bytes (WRITE mode, RFC 1030's memory-to-memory test);
     /// `digest: false`: no end-to-end digest follows the data (only asked
     /// for, and only honoured, in an encrypted session, decision K16).
@@ -109,6 +121,10 @@ pub(crate) struct Response {
     pub(crate) prefix: Option<String>,
     /// Why a partial copy was not used.
     pub(crate) note: Option<String>,
+    /// `get` of a directory: the data are its bundle (M15), of about
+    /// `total` bytes when the server knew that before answering.
+    pub(crate) bundle: bool,
+    pub(crate) total: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize, Default)]
@@ -140,6 +156,10 @@ struct Wire {
     names: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     key: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    bundle: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    total: Option<u64>,
 }
 
 fn to_bytes(w: &Wire) -> Vec<u8> {
@@ -167,10 +187,11 @@ impl Request {
                 w.mode = *mode;
                 w.resume = *resume;
             }
-            Request::Get { name, have } => {
+            Request::Get { name, have, bundle } => {
                 w.op = Some("get".into());
                 w.name = Some(name.clone());
                 w.have = have.clone();
+                w.bundle = *bundle;
             }
             Request::Sink { size, digest } => {
                 w.op = Some("sink".into());
@@ -215,6 +236,7 @@ impl Request {
             Some("get") => Ok(Request::Get {
                 name: name(w.name)?,
                 have: w.have,
+                bundle: w.bundle,
             }),
             Some("sink") => Ok(Request::Sink {
                 size: w.size.ok_or_else(|| "request without a size".to_string())?,
@@ -255,6 +277,8 @@ impl Response {
             from: self.from,
             prefix: self.prefix.clone(),
             note: self.note.clone(),
+            bundle: self.bundle,
+            total: self.total,
             ..Wire::default()
         })
     }
@@ -271,6 +295,8 @@ impl Response {
             from: w.from.filter(|&f| f > 0),
             prefix: w.prefix,
             note: w.note,
+            bundle: w.bundle,
+            total: w.total,
         }
     }
 }
@@ -308,10 +334,12 @@ mod tests {
                     from: 4,
                     prefix: "ab".into(),
                 }),
+                bundle: false,
             },
             Request::Get {
                 name: "x".into(),
                 have: None,
+                bundle: true,
             },
             Request::Sink {
                 size: 1 << 40,
@@ -361,5 +389,38 @@ mod tests {
             Some(r#"{"v":1}"#)
         );
         assert_eq!(Response::decode(b"\xff"), Response::default());
+    }
+
+    /// M15: the fields of a directory's `get`, and what an older client's
+    /// OPEN (no `bundle`) decodes to: a request that cannot take one.
+    #[test]
+    fn a_directory_get_says_bundle_both_ways() {
+        let req = Request::Get {
+            name: "tree".into(),
+            have: None,
+            bundle: true,
+        };
+        assert_eq!(
+            std::str::from_utf8(&req.encode()).ok(),
+            Some(r#"{"v":1,"op":"get","name":"tree","bundle":true}"#)
+        );
+        assert_eq!(
+            Request::decode(br#"{"v":1,"op":"get","name":"tree"}"#),
+            Ok(Request::Get {
+                name: "tree".into(),
+                have: None,
+                bundle: false,
+            })
+        );
+        let resp = Response {
+            bundle: true,
+            total: Some(4096),
+            ..Response::default()
+        };
+        assert_eq!(
+            std::str::from_utf8(&resp.encode()).ok(),
+            Some(r#"{"v":1,"bundle":true,"total":4096}"#)
+        );
+        assert_eq!(Response::decode(&resp.encode()), resp);
     }
 }

@@ -103,7 +103,7 @@ impl PartFile {
                 return Err(AppError::new(
                     Kind::Local,
                     format!("{shown}: exists and is not a regular file"),
-                    "name not allowed",
+                    "exists at the receiver and is not a regular file",
                 ))
             }
             Ok(_) if !force => {

@@ -9,6 +9,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use super::bundle::tally::Tally;
 use super::bundle::unpack::Unpacker;
 use super::bundle::FilesReport;
 use super::meta::OFFSET_LEN;
@@ -32,6 +33,9 @@ pub(crate) enum Target {
     Handler(SharedHandler, IncomingTransfer),
     /// A bundle's tar stream, unpacked into a directory.
     Bundle(Box<Unpacker>),
+    /// A fetched directory's tar stream, written in order to a writer and
+    /// counted on the way (`get DIR -o -`, decision M15).
+    Tar(Box<dyn Write + Send>, Box<Tally>),
 }
 
 impl Target {
@@ -207,6 +211,12 @@ impl Writer {
                 .write_all(bytes)
                 .map_err(|e| AppError::io(&self.shown, &e))?,
             Target::Bundle(u) => u.push(bytes)?,
+            Target::Tar(w, t) => {
+                // Counted first: a stream that is not tar goes no further.
+                t.push(bytes)?;
+                w.write_all(bytes)
+                    .map_err(|e| AppError::io(&self.shown, &e))?;
+            }
             Target::Handler(h, t) => {
                 let r = match h.lock() {
                     Ok(mut h) => h.data(t, offset, bytes),
@@ -279,7 +289,7 @@ fn write_loop(
     let shown = match &target {
         Target::File(t) => t.final_path.display().to_string(),
         Target::Discard => "sink".into(),
-        Target::Writer(_) => "standard output".into(),
+        Target::Writer(_) | Target::Tar(..) => "standard output".into(),
         Target::Handler(_, t) => t.name.clone(),
         Target::Bundle(u) => u.root_path().display().to_string(),
     };
@@ -350,6 +360,11 @@ fn write_loop(
             Target::File(t) => t.commit(),
             Target::Writer(mut o) => o.flush().map_err(|e| AppError::io(&shown, &e)),
             Target::Bundle(u) => u.commit().map(|r| send(Output::Files(r))),
+            Target::Tar(mut o, t) => o
+                .flush()
+                .map_err(|e| AppError::io(&shown, &e))
+                .and_then(|()| t.finish())
+                .map(|r| send(Output::Files(r))),
             other => {
                 other.end(true);
                 Ok(())

@@ -186,6 +186,9 @@ impl Transfer {
             } => {
                 let size = size.or(response.size);
                 self.size = size;
+                // A directory's bundle (M15): its expected length, when
+                // the server knew it, for the progress bar only.
+                self.total_hint = self.total_hint.or(response.total);
                 let target = match (target, make) {
                     (Some(t), _) => Ok(t),
                     (None, Some(f)) => f(&response),

@@ -14,14 +14,19 @@
 //!   override the next header's fields: `path` (a name that does not fit
 //!   ustar's 100 + 155 bytes), `mtime` with nanoseconds (whenever they are
 //!   not zero, or the time is before 1970), `size` (8 GiB or more);
+//! * for a directory served to `get` (decision M15), when the sender left
+//!   entries out, a pax global header (type `g`) just before the end, whose
+//!   vendor records tell the client what ([`write_unsent`]);
 //! * at the end, two zero blocks.
 //!
 //! We read those, and GNU tar's long names (type `L`) and global pax headers
-//! (type `g`, ignored), so `tar c dir | netblt send - HOST --tar` works too.
+//! (type `g`: only our own records are read, as [`Unsent`]), so `tar c dir | netblt send - HOST --tar` works too.
 //! Every other type (symbolic and hard links, devices, FIFOs, sparse files)
 //! is passed to the visitor as refused; its data are skipped.
 
 use std::borrow::Cow;
+
+use super::{FileFailure, FilesReport};
 
 /// Bytes per tar block.
 pub(crate) const BLOCK: usize = 512;
@@ -238,6 +243,81 @@ pub(crate) fn entry_len(e: &EntryMeta) -> u64 {
 /// The end of the stream: two zero blocks.
 pub(crate) const END: [u8; 2 * BLOCK] = [0; 2 * BLOCK];
 
+/// Pax keys of the records telling a fetching client what the sender left
+/// out (vendor-prefixed, as POSIX asks: other readers ignore them).
+const NOT_REGULAR_KEY: &str = "NETBLT.not_regular";
+const UNSENT_KEY: &str = "NETBLT.unsent";
+const MORE_UNSENT_KEY: &str = "NETBLT.more_unsent";
+
+/// What the sender of a fetched tree left out (decision M15), as read from
+/// the stream's global header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unsent {
+    /// Symbolic links, devices, sockets and FIFOs, never sent.
+    NotRegular(u64),
+    /// An entry the sender could not read.
+    Failed(FileFailure),
+    /// Failures beyond those listed.
+    More(u64),
+}
+
+/// Writes, when `r` says the sender left something out, the global header
+/// that tells the client what: its links and special files (a count), and
+/// each entry it could not read ("reason<TAB>name": the `tar` crate's pax
+/// reader splits records at newlines, so a name's newlines are written as
+/// `\n`). Kept under [`MAX_EXT`]; what does not fit is counted.
+pub(crate) fn write_unsent(r: &FilesReport, out: &mut Vec<u8>) {
+    let mut pax = Vec::new();
+    if r.not_regular > 0 {
+        pax_record(
+            &mut pax,
+            NOT_REGULAR_KEY,
+            r.not_regular.to_string().as_bytes(),
+        );
+    }
+    let mut more = r.more_failed;
+    for f in &r.failed {
+        let reason = f.reason.replace(['\t', '\n'], " ");
+        let value = format!("{reason}\t{}", f.name.replace('\n', "\\n"));
+        // Room for the count record that may follow.
+        if pax.len() + value.len() + UNSENT_KEY.len() + 64 > MAX_EXT as usize {
+            more += 1;
+            continue;
+        }
+        pax_record(&mut pax, UNSENT_KEY, value.as_bytes());
+    }
+    if more > 0 {
+        pax_record(&mut pax, MORE_UNSENT_KEY, more.to_string().as_bytes());
+    }
+    if pax.is_empty() {
+        return;
+    }
+    let hint = b"NetbltGlobalHead";
+    let kind = tar::EntryType::XGlobalHeader;
+    out.extend_from_slice(&ustar_block(hint, kind, pax.len() as u64, 0o644, 0));
+    out.extend_from_slice(&pax);
+    out.resize(out.len() + padding(pax.len() as u64), 0);
+}
+
+/// One of our global header's records, or `None` (another's key, or a
+/// value that does not parse: a global header is informative, never a
+/// reason to refuse the stream).
+fn unsent_record(key: &[u8], value: &[u8]) -> Option<Unsent> {
+    let count = || std::str::from_utf8(value).ok()?.parse().ok();
+    if key == NOT_REGULAR_KEY.as_bytes() {
+        return count().map(Unsent::NotRegular);
+    }
+    if key == MORE_UNSENT_KEY.as_bytes() {
+        return count().map(Unsent::More);
+    }
+    if key != UNSENT_KEY.as_bytes() {
+        return None;
+    }
+    let value = String::from_utf8_lossy(value);
+    let (reason, name) = value.split_once('\t')?;
+    Some(Unsent::Failed(FileFailure::new(name, reason)))
+}
+
 /// One whole entry, header, `data` and padding, as the sender writes it
 /// (tests and the fuzz targets make streams with it; `e.size` may lie
 /// about `data`, as a hostile stream's does).
@@ -267,6 +347,9 @@ pub(crate) trait Visitor {
     fn file_end(&mut self);
     /// An entry we do not take (a link, a device...).
     fn refused(&mut self, r: Refusal);
+    /// What the sender of a fetched tree says it left out (M15): only a
+    /// client that asked for that tree takes it in.
+    fn unsent(&mut self, _u: Unsent) {}
 }
 
 /// The stream is not a tar stream we can read: the whole transfer fails.
@@ -377,12 +460,10 @@ impl Parser {
                         self.state = State::Header;
                     }
                 }
-                State::Ext { kind, left, pad } => {
+                State::Ext { left, pad, .. } => {
                     if *left > 0 {
                         let n = (*left).min(bytes.len() as u64) as usize;
-                        if *kind != b'g' {
-                            self.ext.extend_from_slice(&bytes[..n]);
-                        }
+                        self.ext.extend_from_slice(&bytes[..n]);
                         *left -= n as u64;
                         bytes = &bytes[n..];
                     } else {
@@ -396,7 +477,7 @@ impl Parser {
                         pad: 0,
                     } = self.state
                     {
-                        let r = self.end_ext(kind);
+                        let r = self.end_ext(kind, v);
                         self.state = State::Header;
                         r?;
                     }
@@ -423,7 +504,7 @@ impl Parser {
     /// `MAX_EXT`) are kept only one byte past the longest name accepted:
     /// enough to be refused as too long, and no more in memory or in the
     /// failure list for a hostile stream of megabyte names.
-    fn end_ext(&mut self, kind: u8) -> Result<(), FormatError> {
+    fn end_ext(&mut self, kind: u8, v: &mut dyn Visitor) -> Result<(), FormatError> {
         let data = std::mem::take(&mut self.ext);
         match kind {
             b'L' => {
@@ -445,6 +526,15 @@ impl Parser {
                         }
                         // Owners, atime, xattrs, charset: not kept.
                         _ => {}
+                    }
+                }
+            }
+            b'g' => {
+                // Records of other writers (python's tarfile, pax's
+                // defaults) are ignored, as they always were.
+                for rec in tar::PaxExtensions::new(&data).map_while(Result::ok) {
+                    if let Some(u) = unsent_record(rec.key_bytes(), rec.value_bytes()) {
+                        v.unsent(u);
                     }
                 }
             }
@@ -496,7 +586,7 @@ impl Parser {
                 pad,
             };
             if size == 0 && pad == 0 {
-                let r = self.end_ext(kind);
+                let r = self.end_ext(kind, v);
                 self.state = State::Header;
                 r?;
             }
@@ -613,6 +703,7 @@ mod tests {
         entries: Vec<(EntryMeta, Vec<u8>)>,
         refused: Vec<Refusal>,
         open: bool,
+        unsent: Vec<Unsent>,
     }
 
     impl Visitor for Collect {
@@ -636,6 +727,75 @@ mod tests {
         fn refused(&mut self, r: Refusal) {
             self.refused.push(r);
         }
+        fn unsent(&mut self, u: Unsent) {
+            self.unsent.push(u);
+        }
+    }
+
+    /// M15: what a server left out rides in a global header at the end,
+    /// kept under the parser's limit however long the list (the rest
+    /// counted), read back as written, and passed over without a word by
+    /// GNU tar (`get DIR -o - | tar x`).
+    #[test]
+    fn what_was_left_out_is_bounded_read_back_and_quiet_for_tar() {
+        let mut r = FilesReport {
+            not_regular: 2,
+            more_failed: 5,
+            ..FilesReport::default()
+        };
+        r.fail(FileFailure::new("top/a\tb", "permission denied"));
+        for i in 0..300 {
+            // Longer than `FileFailure::new` keeps: only a list built by
+            // hand can pass the limit.
+            r.failed.push(FileFailure {
+                name: format!("{i}{}", "n".repeat(5000)),
+                reason: "r".repeat(100),
+            });
+        }
+        let mut s = stream(&sample()[..2]);
+        s.truncate(s.len() - END.len());
+        write_unsent(&r, &mut s);
+        s.extend_from_slice(&END);
+        let mut c = Collect::default();
+        let mut p = Parser::new();
+        p.push(&s, &mut c).unwrap();
+        p.finish().unwrap();
+        assert_eq!(c.entries.len(), 2);
+        let listed = c
+            .unsent
+            .iter()
+            .filter(|u| matches!(u, Unsent::Failed(_)))
+            .count();
+        let more: u64 = c
+            .unsent
+            .iter()
+            .map(|u| if let Unsent::More(n) = u { *n } else { 0 })
+            .sum();
+        assert!(listed > 100 && listed < 301, "{listed}");
+        assert_eq!(listed as u64 + more, 306);
+        assert_eq!(c.unsent[0], Unsent::NotRegular(2));
+        assert_eq!(
+            c.unsent[1],
+            Unsent::Failed(FileFailure::new("top/a\tb", "permission denied"))
+        );
+        let t = tempfile::tempdir().unwrap();
+        let Ok(mut child) = std::process::Command::new("tar")
+            .args(["xf", "-", "-C"])
+            .arg(t.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+        else {
+            return;
+        };
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(&s).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && err.is_empty(), "{err}");
+        assert!(t.path().join("top").is_dir());
+        assert!(!t.path().join("NetbltGlobalHead").exists());
     }
 
     fn stream(entries: &[(EntryMeta, Vec<u8>)]) -> Vec<u8> {

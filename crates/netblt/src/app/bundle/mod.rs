@@ -39,6 +39,8 @@
 pub(crate) mod at;
 pub(crate) mod format;
 pub(crate) mod pack;
+pub(crate) mod serve;
+pub(crate) mod tally;
 pub(crate) mod unpack;
 pub(crate) mod walk;
 
@@ -46,7 +48,7 @@ use serde::Serialize;
 
 pub use walk::Bundle;
 
-/// Longest name a [`FileFailure`] keeps, in bytes.
+/// Longest name (and reason) a [`FileFailure`] keeps, in bytes.
 const SHOWN_NAME: usize = 256;
 
 /// An entry that could not be sent or stored.
@@ -61,24 +63,29 @@ pub struct FileFailure {
 }
 
 impl FileFailure {
-    /// The name is shortened to [`SHOWN_NAME`] bytes (a hostile stream may
-    /// name entries with kilobytes each, and up to a thousand failures are
-    /// kept and printed).
+    /// The name and the reason are shortened to [`SHOWN_NAME`] bytes (a
+    /// hostile stream may name entries with kilobytes each, a hostile
+    /// server give kilobytes of reason for what it did not send (M15), and
+    /// up to a thousand failures are kept and printed).
     pub(crate) fn new(name: impl Into<String>, reason: impl Into<String>) -> FileFailure {
-        let mut name = name.into();
-        if name.len() > SHOWN_NAME {
-            let mut cut = SHOWN_NAME;
-            while !name.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            name.truncate(cut);
-            name.push('…');
-        }
         FileFailure {
-            name,
-            reason: reason.into(),
+            name: shortened(name.into()),
+            reason: shortened(reason.into()),
         }
     }
+}
+
+/// `s` cut to [`SHOWN_NAME`] bytes on a character boundary, marked `…`.
+fn shortened(mut s: String) -> String {
+    if s.len() > SHOWN_NAME {
+        let mut cut = SHOWN_NAME;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    s
 }
 
 impl std::fmt::Display for FileFailure {
@@ -104,7 +111,8 @@ pub struct FilesReport {
     /// Failures beyond those listed.
     pub more_failed: u64,
     /// Sender: symbolic links, devices, sockets and FIFOs inside the
-    /// directories, which are never sent.
+    /// directories, which are never sent. A client fetching a directory
+    /// ([`get`](crate::get)): those the server left out, as it said.
     pub not_regular: u64,
     /// Files already at the receiver, not counted in `files`. Receiver:
     /// those that were there with the same bytes, left as they were (M13).
@@ -132,15 +140,34 @@ impl FilesReport {
         }
     }
 
+    /// "N of M entries could not be stored": the first line of the
+    /// receiver's QUIT reason, and a fetching client's error (M15).
+    pub(crate) fn not_stored(&self) -> String {
+        format!(
+            "{} of {} entries could not be stored",
+            self.failures(),
+            self.failures() + self.files + self.dirs + self.unchanged
+        )
+    }
+
+    /// What the sender of a fetched tree said it left out (M15): an entry
+    /// it could not read is one this end does not have, a failure.
+    pub(crate) fn left_out_by_sender(&mut self, u: format::Unsent) {
+        match u {
+            format::Unsent::NotRegular(n) => self.not_regular = self.not_regular.saturating_add(n),
+            format::Unsent::Failed(f) => {
+                let reason = format!("not sent by the server: {}", f.reason);
+                self.fail(FileFailure::new(f.name, reason));
+            }
+            format::Unsent::More(n) => self.more_failed = self.more_failed.saturating_add(n),
+        }
+    }
+
     /// The receiver's QUIT reason when entries failed: a first line, then
     /// one line per failure, cut to fit a control packet.
     pub(crate) fn quit_reason(&self) -> String {
         const ROOM: usize = 900;
-        let mut s = format!(
-            "{} of {} entries could not be stored at the receiver",
-            self.failures(),
-            self.failures() + self.files + self.dirs + self.unchanged
-        );
+        let mut s = format!("{} at the receiver", self.not_stored());
         let mut shown = 0u64;
         for f in &self.failed {
             let line = format!("\n{f}");

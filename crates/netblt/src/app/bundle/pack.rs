@@ -16,7 +16,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::sync::{Arc, Mutex};
 
-use super::format::{padding, write_header, EntryKind, EntryMeta, Mtime, END};
+use super::format::{padding, write_header, write_unsent, EntryKind, EntryMeta, Mtime, END};
 use super::walk::{Bundle, Item};
 use super::{FileFailure, FilesReport};
 use crate::app::io_reason;
@@ -47,6 +47,9 @@ pub(crate) struct Packer {
     pad: usize,
     ended: bool,
     report: Arc<Mutex<FilesReport>>,
+    /// The stream ends by telling its reader what was left out (a
+    /// directory served to `get`, M15).
+    tell_unsent: bool,
 }
 
 impl Packer {
@@ -70,7 +73,17 @@ impl Packer {
             pad: 0,
             ended: false,
             report,
+            tell_unsent: false,
         }
+    }
+
+    /// Ends the stream with what was left out ([`write_unsent`]): a server
+    /// sending a directory to `get` tells the client, which cannot see the
+    /// server's walk (M15). `send DIR` does not: its sender reports its own
+    /// skips, and the receiver would count them as its failures.
+    pub(crate) fn telling_unsent(mut self) -> Packer {
+        self.tell_unsent = true;
+        self
     }
 
     fn note(&self, f: impl FnOnce(&mut FilesReport)) {
@@ -155,6 +168,11 @@ impl Packer {
             return Next::End;
         }
         self.ended = true;
+        if self.tell_unsent {
+            if let Ok(r) = self.report.lock() {
+                write_unsent(&r, &mut self.head);
+            }
+        }
         self.head.extend_from_slice(&END);
         Next::Queued
     }

@@ -28,13 +28,19 @@
 //! * A failure of one entry (the name, permission denied, a file or a
 //!   directory in the way) is recorded and that entry's bytes dropped; a
 //!   full disk, a quota or a read-only file system fails the transfer.
+//! * A client fetching a directory (`get`, decision M15) unpacks with the
+//!   same rules into the destination's parent, the stream's top-level name
+//!   taken as the destination's own ([`Unpacker::fetching`]): an entry
+//!   under any other top-level name is refused, so a server writes nowhere
+//!   but the destination. Only such a client takes in what the server says
+//!   it left out ([`Unsent`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::at::{Dir, Found};
-use super::format::{EntryMeta, Mtime, Parser, Refusal, Visitor};
+use super::format::{EntryMeta, Mtime, Parser, Refusal, Unsent, Visitor};
 use super::{components, strip_dot, FileFailure, FilesReport};
 use crate::app::holes::HoleWriter;
 use crate::app::{hex, io_reason, AppError, Kind};
@@ -137,6 +143,9 @@ pub(crate) struct Unpacker {
     report: FilesReport,
     fatal: Option<AppError>,
     settled: bool,
+    /// A fetched directory (M15): the stream's top-level name, and the
+    /// name it lands under.
+    fetch: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 /// Errors that no other file would escape: the transfer stops.
@@ -203,7 +212,19 @@ impl Unpacker {
             report: FilesReport::default(),
             fatal: None,
             settled: false,
+            fetch: None,
         })
+    }
+
+    /// Unpacks a directory fetched from a server (M15): entries below the
+    /// stream's top-level name `from` land below `to` (one component, in
+    /// the directory given to [`Unpacker::new`]); any other entry is
+    /// refused. `to` is the user's choice (scp's rule: the name asked for,
+    /// or `-o DEST`), `from` the last component of the name asked for,
+    /// which a server of ours names its tree by.
+    pub(crate) fn fetching(mut self, from: &[u8], to: &[u8]) -> Unpacker {
+        self.fetch = Some((from.to_vec(), to.to_vec()));
+        self
     }
 
     /// Where the files go, for messages.
@@ -226,6 +247,12 @@ impl Unpacker {
     }
 
     fn fail(&mut self, name: String, reason: impl Into<String>) {
+        let mut reason = reason.into();
+        if self.fetch.is_some() {
+            // The reasons name the receiver's --force; a fetching client is
+            // the receiver, and its own --force is meant.
+            reason = reason.replace(" on the receiver", "");
+        }
         let f = FileFailure::new(name, reason);
         // Debug, not warn: the report lists every failure, and the tool
         // prints that list (a warning too printed each line twice).
@@ -395,9 +422,16 @@ impl Unpacker {
         Ok(true)
     }
 
-    /// A name's components, each checked against `NAME_MAX`.
-    fn check_name<'a>(&self, name: &'a [u8]) -> Result<Vec<&'a [u8]>, &'static str> {
-        let parts = components(name)?;
+    /// A name's components, each checked against `NAME_MAX`; for a fetched
+    /// directory, with its top-level name replaced by the destination's.
+    fn check_name<'a>(&'a self, name: &'a [u8]) -> Result<Vec<&'a [u8]>, &'static str> {
+        let mut parts = components(name)?;
+        if let Some((from, to)) = &self.fetch {
+            match parts.first_mut() {
+                Some(top) if *top == from.as_slice() => *top = to.as_slice(),
+                _ => return Err("not inside the directory asked for"),
+            }
+        }
         if parts.iter().any(|p| p.len() > self.name_max) {
             return Err("name too long for the receiver's file system");
         }
@@ -741,6 +775,14 @@ impl Visitor for Unpacker {
     fn refused(&mut self, r: Refusal) {
         self.fail(r.name, r.reason);
     }
+
+    /// A sender's word on what it left out counts only for a directory
+    /// this end asked for (M15): a sender of `send DIR` reports its own.
+    fn unsent(&mut self, u: Unsent) {
+        if self.fetch.is_some() {
+            self.report.left_out_by_sender(u);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -937,6 +979,142 @@ mod tests {
         // With --force, the planted link itself was replaced by the file.
         assert_eq!(std::fs::read(dst.join("planted_file")).unwrap(), b"data");
         assert!(!outside.join("f").exists());
+    }
+
+    /// A header of a name our writer would never write (`..`, absolute),
+    /// with one byte of data.
+    fn raw_entry(out: &mut Vec<u8>, name: &[u8]) {
+        let mut h = tar::Header::new_ustar();
+        h.as_old_mut().name[..name.len()].copy_from_slice(name);
+        h.set_size(1);
+        h.set_mode(0o644);
+        h.set_cksum();
+        out.extend_from_slice(h.as_bytes());
+        out.extend_from_slice(&[b'!'; 512]);
+    }
+
+    /// M15: a fetched directory lands under the destination's name, and a
+    /// hostile server's entries outside the tree asked for (another
+    /// top-level name, `..`, absolute names) are refused: nothing is
+    /// written beside the destination, let alone outside its parent. What
+    /// the server says it left out is counted.
+    #[test]
+    fn a_fetched_tree_lands_under_its_destination_and_nowhere_else() {
+        let t = tempfile::tempdir().unwrap();
+        let parent = t.path().join("parent");
+        std::fs::create_dir(&parent).unwrap();
+        std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut s = Vec::new();
+        entry(&mut s, b".", EntryKind::Dir, b"", 0o700);
+        entry(&mut s, b"tree", EntryKind::Dir, b"", 0o750);
+        entry(&mut s, b"tree/a", EntryKind::File, b"alpha", 0o640);
+        entry(&mut s, b"./tree/sub/b", EntryKind::File, b"beta", 0o600);
+        entry(&mut s, b"other/x", EntryKind::File, b"x", 0o644);
+        entry(&mut s, b"treex", EntryKind::File, b"x", 0o644);
+        entry(&mut s, b"dest", EntryKind::Dir, b"", 0o777);
+        for name in [
+            &b"../escape"[..],
+            b"/abs",
+            b"tree/../../b",
+            b"tree/../other",
+        ] {
+            raw_entry(&mut s, name);
+        }
+        let mut left = FilesReport {
+            not_regular: 3,
+            ..FilesReport::default()
+        };
+        left.fail(FileFailure::new("tree/secret", "permission denied"));
+        super::super::format::write_unsent(&left, &mut s);
+        s.extend_from_slice(&END);
+        let stream = s;
+        let mut u = Unpacker::new(&parent, false)
+            .unwrap()
+            .fetching(b"tree", b"dest");
+        u.push(&stream).unwrap();
+        let r = u.commit().unwrap();
+        assert_eq!(
+            tree(t.path()),
+            [
+                "parent/",
+                "parent/dest/",
+                "parent/dest/a",
+                "parent/dest/sub/",
+                "parent/dest/sub/b"
+            ]
+        );
+        assert_eq!(std::fs::read(parent.join("dest/sub/b")).unwrap(), b"beta");
+        let m = std::fs::metadata(parent.join("dest")).unwrap();
+        assert_eq!(m.permissions().mode() & 0o7777, 0o750);
+        // The destination's parent is left as it is ("." is not the tree).
+        let pm = std::fs::metadata(&parent).unwrap();
+        assert_eq!(pm.permissions().mode() & 0o7777, 0o755);
+        assert_eq!((r.files, r.dirs, r.bytes, r.not_regular), (2, 1, 9, 3));
+        let failed: Vec<_> = r
+            .failed
+            .iter()
+            .map(|f| (f.name.as_str(), f.reason.as_str()))
+            .collect();
+        let outside = "not inside the directory asked for";
+        let bad = "name not allowed ('..', '.' or an empty component)";
+        assert_eq!(
+            failed,
+            [
+                ("other/x", outside),
+                ("treex", outside),
+                ("dest", outside),
+                ("../escape", bad),
+                ("/abs", "name not allowed (absolute or empty)"),
+                ("tree/../../b", bad),
+                ("tree/../other", bad),
+                ("tree/secret", "not sent by the server: permission denied"),
+            ]
+        );
+        // A receiver of `send DIR` takes no sender's word for failures.
+        let plain = t.path().join("plain");
+        std::fs::create_dir(&plain).unwrap();
+        let mut u = Unpacker::new(&plain, false).unwrap();
+        u.push(&stream).unwrap();
+        let r = u.commit().unwrap();
+        assert_eq!(r.not_regular, 0);
+        assert!(r.failed.iter().all(|f| f.name != "tree/secret"), "{r:?}");
+    }
+
+    /// M15: fetching into a tree that is there: the same files are
+    /// unchanged, a differing one refused with the client's own --force
+    /// named, and replaced with it.
+    #[test]
+    fn a_fetch_into_an_existing_tree_compares_and_names_the_clients_force() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("dest")).unwrap();
+        std::fs::write(t.path().join("dest/same"), b"same").unwrap();
+        std::fs::write(t.path().join("dest/diff"), b"mine").unwrap();
+        let mut s = Vec::new();
+        entry(&mut s, b"tree", EntryKind::Dir, b"", 0o755);
+        entry(&mut s, b"tree/same", EntryKind::File, b"same", 0o644);
+        entry(&mut s, b"tree/diff", EntryKind::File, b"them", 0o644);
+        s.extend_from_slice(&END);
+        for force in [false, true] {
+            let mut u = Unpacker::new(t.path(), force)
+                .unwrap()
+                .fetching(b"tree", b"dest");
+            u.push(&s).unwrap();
+            let r = u.commit().unwrap();
+            if force {
+                assert_eq!((r.files, r.failures()), (2, 0));
+                assert_eq!(std::fs::read(t.path().join("dest/diff")).unwrap(), b"them");
+            } else {
+                assert_eq!((r.files, r.unchanged), (0, 1));
+                assert_eq!(
+                    r.failed,
+                    [FileFailure::new(
+                        "tree/diff",
+                        "file exists and differs (use --force)"
+                    )]
+                );
+                assert_eq!(std::fs::read(t.path().join("dest/diff")).unwrap(), b"mine");
+            }
+        }
     }
 
     /// Names in `dir` and below, sorted (directories end with '/').

@@ -80,10 +80,33 @@ impl Bundle {
     /// exist or cannot be read at all.
     pub fn walk(paths: &[PathBuf]) -> Result<Bundle, Error> {
         let mut b = Bundle::default();
+        // Top-level names given so far, with the file they name: two paths
+        // that arrive under one name (`a/x.bin b/x.bin`) are refused before
+        // anything is sent, where the receiver stored the first and refused
+        // the second after it had crossed the network; one file given twice
+        // is sent once.
+        let mut given: std::collections::HashMap<Vec<u8>, (&Path, (u64, u64))> =
+            std::collections::HashMap::new();
         for p in paths {
             let meta = std::fs::metadata(p)
                 .map_err(|e| Error::Local(format!("{}: {}", p.display(), io_reason(&e))))?;
             let name = base_name(p);
+            let id = (meta.dev(), meta.ino());
+            match given.get(&name) {
+                Some((_, first)) if *first == id => continue,
+                Some((first, _)) => {
+                    return Err(Error::Local(format!(
+                        "{} and {} would both arrive as '{}' (send them separately, or \
+                         from a directory that holds both)",
+                        first.display(),
+                        p.display(),
+                        String::from_utf8_lossy(&name)
+                    )))
+                }
+                None => {
+                    given.insert(name.clone(), (p, id));
+                }
+            }
             if meta.is_dir() {
                 std::fs::read_dir(p)
                     .map_err(|e| Error::Local(format!("{}: {}", p.display(), io_reason(&e))))?;
@@ -96,9 +119,34 @@ impl Bundle {
             }
         }
         b.name = match paths {
-            [one] => String::from_utf8_lossy(&base_name(one)).into_owned(),
-            _ => format!("{} paths", paths.len()),
+            [one, ..] if given.len() == 1 => String::from_utf8_lossy(&base_name(one)).into_owned(),
+            _ => format!("{} paths", given.len()),
         };
+        Ok(b)
+    }
+
+    /// Walks one directory a server was asked for (`get`, decision M15),
+    /// as [`walk`](Bundle::walk) walks a directory for `send`, but the
+    /// directory itself is not taken through a link either (it was checked
+    /// so when opened, `O_NOFOLLOW`; this says so again if it was swapped
+    /// for one since). The error is a reason for the peer, naming no path
+    /// of the server's.
+    pub(crate) fn walk_served(dir: &Path) -> Result<Bundle, String> {
+        let meta = std::fs::symlink_metadata(dir).map_err(|e| io_reason(&e))?;
+        if meta.file_type().is_symlink() {
+            return Err("not a regular file (a symbolic link)".into());
+        }
+        if !meta.is_dir() {
+            return Err("no longer a directory".into());
+        }
+        std::fs::read_dir(dir).map_err(|e| io_reason(&e))?;
+        let name = base_name(dir);
+        let mut b = Bundle {
+            name: String::from_utf8_lossy(&name).into_owned(),
+            ..Bundle::default()
+        };
+        b.push(dir, name.clone(), EntryKind::Dir, &meta);
+        b.walk_dir(dir, &name);
         Ok(b)
     }
 
@@ -258,6 +306,32 @@ impl Bundle {
 mod tests {
     use super::*;
 
+    /// M15: a served directory is walked as `send DIR` walks one, but the
+    /// directory itself is never taken through a link, and the reason
+    /// given to the peer names no path of the server's.
+    #[test]
+    fn a_served_directory_is_not_taken_through_a_link() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("tree");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/f"), b"x").unwrap();
+        std::os::unix::fs::symlink(&root, t.path().join("link")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("sub/etc")).unwrap();
+        let b = Bundle::walk_served(&root).unwrap();
+        assert_eq!((b.name(), b.files(), b.dirs()), ("tree", 1, 2));
+        assert_eq!(b.not_regular, 1);
+        let why = Bundle::walk_served(&t.path().join("link")).unwrap_err();
+        assert!(why.contains("symbolic link"), "{why}");
+        let why = Bundle::walk_served(&root.join("sub/f")).unwrap_err();
+        let gone = Bundle::walk_served(&root.join("gone")).unwrap_err();
+        assert_eq!(
+            (why.as_str(), gone.as_str()),
+            ("no longer a directory", "no such file")
+        );
+        // `send` still follows a link given on its command line.
+        assert_eq!(Bundle::walk(&[t.path().join("link")]).unwrap().files(), 1);
+    }
+
     #[test]
     fn walk_keeps_order_skips_links_and_shards_by_bytes() {
         let t = tempfile::tempdir().unwrap();
@@ -295,5 +369,27 @@ mod tests {
         assert!(s.iter().all(|x| x.dirs() == 0));
         assert_eq!(b.directories().dirs(), 3);
         assert!(Bundle::walk(&[t.path().join("missing")]).is_err());
+    }
+
+    #[test]
+    fn two_paths_under_one_name_are_refused_and_one_given_twice_is_sent_once() {
+        let t = tempfile::tempdir().unwrap();
+        for d in ["a", "b"] {
+            std::fs::create_dir_all(t.path().join(d)).unwrap();
+            std::fs::write(t.path().join(d).join("x.bin"), d).unwrap();
+        }
+        let (a, b) = (t.path().join("a/x.bin"), t.path().join("b/x.bin"));
+        let e = Bundle::walk(&[a.clone(), b.clone()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("would both arrive as 'x.bin'"), "{e}");
+        assert!(e.contains(&b.display().to_string()), "{e}");
+        // The same file twice, once through another spelling of its path.
+        let again = t.path().join("b/../a/x.bin");
+        let one = Bundle::walk(&[a.clone(), again]).unwrap();
+        assert_eq!((one.files(), one.name()), (1, "x.bin"));
+        // Different names are two entries.
+        let two = Bundle::walk(&[a, t.path().join("b")]).unwrap();
+        assert_eq!((two.files(), two.dirs(), two.name()), (2, 1, "2 paths"));
     }
 }
