@@ -263,3 +263,58 @@ fn get_resumes_too() {
     assert!(std::fs::read(&out).unwrap() == content);
     assert!(temp_files(here.path()).is_empty());
 }
+
+/// F12: `get --resume` of a file that arrived whole before is done (the
+/// server's file has the same size and modification time); one the server
+/// changed since is refused without --force, never silently replaced.
+#[test]
+fn get_resume_of_a_complete_file_sends_nothing() {
+    let srv = tempfile::tempdir().unwrap();
+    let here = tempfile::tempdir().unwrap();
+    let content = data(3 * MIB, 17);
+    write(&srv.path().join("g"), &content);
+    let r = Recv::start(&["--dir", srv.path().to_str().unwrap(), "--serve"]);
+    let out = here.path().join("g");
+    let get = |extra: &[&str]| {
+        let mut args = vec!["get", &r.addr, "g", "-o", out.to_str().unwrap(), "--json"];
+        args.extend_from_slice(extra);
+        run(&args, T)
+    };
+    let (code, _, e) = get(&[]);
+    assert_eq!(code, Some(0), "{e}");
+    // Without --resume the file is in the way, as before.
+    let (code, _, e) = get(&[]);
+    assert_ne!(code, Some(0));
+    assert!(e.contains("file exists"), "{e}");
+    let v = send_json(&[
+        "get",
+        &r.addr,
+        "g",
+        "-o",
+        out.to_str().unwrap(),
+        "--resume",
+        "--json",
+    ]);
+    assert_eq!(
+        v["resumed_from"].as_u64(),
+        Some(content.len() as u64),
+        "{v}"
+    );
+    assert_eq!(sent_fraction(&v), 0.0, "{v}");
+    assert_eq!(v["datagrams_received"].as_u64(), Some(0), "{v}");
+    // The server's file changes (a new time): refused, the copy kept.
+    let f = std::fs::File::options()
+        .write(true)
+        .open(srv.path().join("g"))
+        .unwrap();
+    f.set_modified(std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000))
+        .unwrap();
+    drop(f);
+    let (code, _, e) = get(&["--resume"]);
+    assert_ne!(code, Some(0), "{e}");
+    assert!(e.contains("use --force to replace it"), "{e}");
+    assert_eq!(std::fs::read(&out).unwrap(), content);
+    let (code, _, e) = get(&["--resume", "--force"]);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(temp_files(here.path()).is_empty());
+}

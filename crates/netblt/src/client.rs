@@ -329,19 +329,27 @@ pub fn get(
     // fails here, before talking to anyone.
     let there = std::fs::symlink_metadata(&out).ok();
     let is_dir = there.as_ref().is_some_and(std::fs::Metadata::is_dir);
-    if there.is_some() && !is_dir && !opts.overwrite {
+    // F12: `--resume` of a file that arrived whole before asks the server
+    // whether it is still its file (size and modification time).
+    let complete = there
+        .as_ref()
+        .filter(|m| m.is_file() && opts.resume && !opts.overwrite)
+        .and_then(|m| Some(Have::complete(m.len(), mtime_ns(m)?)));
+    if there.is_some() && !is_dir && !opts.overwrite && complete.is_none() {
         return Err(Error::Local(format!(
             "{}: file exists (use --force to overwrite)",
             out.display()
         )));
     }
-    let part = if is_dir {
+    let part = if is_dir || complete.is_some() {
         None
     } else {
         Some(PartFile::open(&out, opts.overwrite).map_err(Error::from)?)
     };
     let offer = part.as_ref().filter(|_| opts.resume).and_then(resume_offer);
-    let have = offer.as_ref().map(|(h, _)| h.clone());
+    let have = complete
+        .clone()
+        .or_else(|| offer.as_ref().map(|(h, _)| h.clone()));
     let force = opts.overwrite;
     let make: MakeTarget = Box::new(move |resp: &Response| {
         if resp.bundle {
@@ -361,6 +369,16 @@ pub fn get(
     fetched(read(addr, name, req, make, opts), |r| {
         if resume && r.files.is_some() {
             r.note.get_or_insert_with(|| NOT_RESUMED.into());
+        }
+        // The server has this very file (F12): nothing to fetch.
+        let done = r
+            .error
+            .as_ref()
+            .is_some_and(|e| e.to_string().contains(ALREADY_THERE));
+        if let (true, Some(h)) = (done, &complete) {
+            r.error = None;
+            r.bytes = h.size;
+            r.resumed_from = Some(h.size);
         }
     })
 }
@@ -412,6 +430,15 @@ fn file_target(
     offer: Option<(Have, Vec<ChainingValue>)>,
 ) -> Result<Target, AppError> {
     let Some(mut part) = part else {
+        if !out.is_dir() {
+            // A complete copy offered (F12) to a server older than that,
+            // which sends the file whole instead of comparing.
+            return Err(AppError::new(
+                Kind::Local,
+                format!("{}: file exists (use --force to overwrite)", out.display()),
+                "the client has a complete copy (a server older than F12)",
+            ));
+        }
         return Err(AppError::new(
             Kind::Local,
             format!(

@@ -13,7 +13,7 @@ use netblt_proto::{Connection, Incoming, Mode};
 use crate::app::bundle::serve::serve_tree;
 use crate::app::bundle::unpack::Unpacker;
 use crate::app::bundle::FilesReport;
-use crate::app::meta::{Have, Request, Response, ALREADY_THERE, NOTHING_TO_COMPARE};
+use crate::app::meta::{Have, Request, Response, ALREADY_THERE, DIFFERS_THERE, NOTHING_TO_COMPARE};
 use crate::app::names::resolve;
 use crate::app::params::{config, passive_limits, passive_limits_for, passive_rate};
 use crate::app::partial::{parse_digest, PartFile};
@@ -439,6 +439,11 @@ fn serve_get(
     let mut offer = None;
     if let Some(h) = have {
         let same = h.size == meta.len() && Some(h.mtime) == mtime;
+        // F12: the client holds the whole file already; nothing is sent
+        // either way (rsync's quick check, as a resumed put, M13).
+        if h.is_complete() {
+            return Err(if same { ALREADY_THERE } else { DIFFERS_THERE }.into());
+        }
         match parse_digest(&h.prefix) {
             Some(p) if same && h.from % UNIT == 0 && h.from < meta.len() => {
                 resp.from = Some(h.from);

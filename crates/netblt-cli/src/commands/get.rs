@@ -40,7 +40,10 @@ pub struct GetArgs {
     /// Continue an interrupted `get`: the partial file and its journal left
     /// beside the destination are offered to the server, which sends only
     /// the rest if its file is the same (size, modification time, hash of
-    /// the prefix); otherwise the file comes whole. A directory cannot be
+    /// the prefix); otherwise the file comes whole. A complete file already
+    /// at the destination is kept if the server's has the same size and
+    /// modification time (nothing sent), refused otherwise (--force
+    /// replaces it). A directory cannot be
     /// resumed: it comes whole (with a note), the files already here with
     /// the same bytes left as they are.
     #[arg(long)]

@@ -62,15 +62,42 @@ pub(crate) const NOTHING_TO_COMPARE: &str =
 /// Bytes of the offset that starts a resumed transfer.
 pub(crate) const OFFSET_LEN: usize = 8;
 
+/// The refusal of a `get --resume` whose client holds a complete copy that
+/// is not the server's file (another size or modification time): as `send
+/// --resume` to a receiver holding a different file, replacing it is
+/// `--force`'s to do (decision F12).
+pub(crate) const DIFFERS_THERE: &str =
+    "the complete copy at the client differs from the server's file (size or modification \
+     time): use --force to replace it";
+
 /// A partial copy: the first `from` bytes of a file that had `size` bytes
 /// and modification time `mtime`, whose 1 MiB units hash to `prefix`
-/// (`tree::prefix_hash`, hex).
+/// (`tree::prefix_hash`, hex). With `from == size` and no prefix, the whole
+/// file, complete ([`Have::complete`]: `get --resume` of a file that had
+/// arrived, decision F12).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Have {
     pub(crate) size: u64,
     pub(crate) mtime: i64,
     pub(crate) from: u64,
     pub(crate) prefix: String,
+}
+
+impl Have {
+    /// A complete copy of `size` bytes modified at `mtime`.
+    pub(crate) fn complete(size: u64, mtime: i64) -> Have {
+        Have {
+            size,
+            mtime,
+            from: size,
+            prefix: String::new(),
+        }
+    }
+
+    /// Whether this is [`Have::complete`]'s claim.
+    pub(crate) fn is_complete(&self) -> bool {
+        self.from == self.size && self.prefix.is_empty()
+    }
 }
 
 /// What the active end asks for.
