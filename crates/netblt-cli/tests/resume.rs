@@ -62,6 +62,12 @@ fn send_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("{out}"))
 }
 
+/// `get ADDR NAME -o OUT --resume --json`, which must succeed.
+fn get_resumed(addr: &str, name: &str, out: &Path) -> serde_json::Value {
+    let out = out.to_str().unwrap();
+    send_json(&["get", addr, name, "-o", out, "--resume", "--json"])
+}
+
 /// The resumed share of the file: bytes sent / file size.
 fn sent_fraction(v: &serde_json::Value) -> f64 {
     let size = v["bytes"].as_u64().unwrap() as f64;
@@ -247,15 +253,7 @@ fn get_resumes_too() {
     signal(&g, SIGKILL);
     let _ = g.wait();
     assert!(!out.exists());
-    let v = send_json(&[
-        "get",
-        &r.addr,
-        "g",
-        "-o",
-        out.to_str().unwrap(),
-        "--resume",
-        "--json",
-    ]);
+    let v = get_resumed(&r.addr, "g", &out);
     assert!(
         v["resumed_from"].as_u64().unwrap() >= 10 * MIB as u64,
         "{v}"
@@ -286,15 +284,7 @@ fn get_resume_of_a_complete_file_sends_nothing() {
     let (code, _, e) = get(&[]);
     assert_ne!(code, Some(0));
     assert!(e.contains("file exists"), "{e}");
-    let v = send_json(&[
-        "get",
-        &r.addr,
-        "g",
-        "-o",
-        out.to_str().unwrap(),
-        "--resume",
-        "--json",
-    ]);
+    let v = get_resumed(&r.addr, "g", &out);
     assert_eq!(
         v["resumed_from"].as_u64(),
         Some(content.len() as u64),
