@@ -367,7 +367,7 @@ struct Overrides {
 enum State {
     /// Collecting a header block.
     Header,
-    /// An extended header's data (`kind` b'x', b'L' or b'g'), `left` bytes
+    /// An extended header's data (`kind` b'x', b'L', b'g' or b'K'), `left` bytes
     /// still to come, then padding.
     Ext { kind: u8, left: u64, pad: usize },
     /// A file's data going to the visitor.
@@ -579,7 +579,10 @@ impl Parser {
             // A pax header's overrides apply to the next entry only; keep
             // any that came before it (an `L` then an `x`).
             self.over = over;
-            let kind = if typ == b'K' { b'g' } else { typ };
+            // A GNU long link name (`K`) is read and dropped: links are
+            // never made, and its data must not pass for a global header's
+            // records (M15 reads those).
+            let kind = typ;
             self.state = State::Ext {
                 kind,
                 left: size,
@@ -796,6 +799,41 @@ mod tests {
         assert!(out.status.success() && err.is_empty(), "{err}");
         assert!(t.path().join("top").is_dir());
         assert!(!t.path().join("NetbltGlobalHead").exists());
+    }
+
+    /// A GNU long link name (`K`) is dropped, its data never read as a
+    /// global header's records, whatever they look like.
+    #[test]
+    fn a_long_link_name_is_not_a_global_header() {
+        let mut r = FilesReport {
+            not_regular: 3,
+            ..FilesReport::default()
+        };
+        r.fail(FileFailure::new("x", "permission denied"));
+        let mut g = Vec::new();
+        write_unsent(&r, &mut g);
+        // The same records under a `K` header instead of a `g` one.
+        let len = tar::Header::from_byte_slice(&g[..BLOCK])
+            .entry_size()
+            .unwrap();
+        let records = &g[BLOCK..BLOCK + len as usize];
+        let kind = tar::EntryType::GNULongLink;
+        let mut s = ustar_block(b"././@LongLink", kind, len, 0o644, 0).to_vec();
+        s.extend_from_slice(records);
+        s.resize(s.len() + padding(len), 0);
+        s.extend_from_slice(&stream(&sample()[..1]));
+        let mut c = Collect::default();
+        let mut p = Parser::new();
+        p.push(&s, &mut c).unwrap();
+        p.finish().unwrap();
+        assert_eq!(c.entries.len(), 1);
+        assert!(c.unsent.is_empty(), "{:?}", c.unsent);
+        // Under a `g` header they are read.
+        let mut s = g;
+        s.extend_from_slice(&stream(&sample()[..1]));
+        let mut c = Collect::default();
+        Parser::new().push(&s, &mut c).unwrap();
+        assert_eq!(c.unsent.len(), 2, "{:?}", c.unsent);
     }
 
     fn stream(entries: &[(EntryMeta, Vec<u8>)]) -> Vec<u8> {
