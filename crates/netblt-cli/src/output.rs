@@ -26,9 +26,9 @@ pub fn line(r: &TransferReport) -> String {
             String::new()
         };
         format!(
-            "{} files and {} directories ({}){unchanged}, as ",
-            f.files,
-            f.dirs,
+            "{} and {} ({}){unchanged}, as ",
+            counted(f.files, "file", "files"),
+            counted(f.dirs, "directory", "directories"),
             fmt_bytes(f.bytes)
         )
     });
@@ -121,4 +121,22 @@ pub fn bundle_error(name: &str, e: &netblt::Error) -> anyhow::Result<i32> {
         eprintln!("netblt:   {l}");
     }
     Ok(rc)
+}
+
+/// "1 file", "2 files".
+fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_file_is_not_files() {
+        assert_eq!(super::counted(1, "file", "files"), "1 file");
+        assert_eq!(super::counted(0, "file", "files"), "0 files");
+        assert_eq!(
+            super::counted(2, "directory", "directories"),
+            "2 directories"
+        );
+    }
 }

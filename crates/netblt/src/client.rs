@@ -16,13 +16,14 @@ use netblt_proto::{Connection, Mode};
 use crate::app::bundle::pack::Packer;
 use crate::app::bundle::unpack::Unpacker;
 use crate::app::bundle::{Bundle, FilesReport};
+use crate::app::have::{Token, NOT_KEPT, TOKEN};
 use crate::app::meta::{
     Have, Request, Response, ALREADY_THERE, MAX_SAME_NAMES, NOTHING_TO_COMPARE,
 };
 use crate::app::names::{sanitize, walk};
 use crate::app::params::config;
 use crate::app::partial::PartFile;
-use crate::app::same::{item_digest, DIGEST, MAX_REPLY};
+use crate::app::same::{digests_below, item_digest, DIGEST, MAX_REPLY};
 use crate::app::sink::Target;
 use crate::app::source::{Input, Pattern};
 use crate::app::transfer::{MakeTarget, Plan, Transfer};
@@ -315,6 +316,16 @@ pub fn send_stream(
 /// in place. A directory cannot be resumed: with [`SendOptions::resume`] it
 /// is fetched whole, and the report's `note` says so. The served directory
 /// itself (`""`, `"."`) cannot be fetched: name one inside it.
+///
+/// A directory fetched again (the destination exists as a directory) moves
+/// only what changed (decision M17): the client first tells the server, in
+/// one more connection before the fetch, a keyed digest of the name, size
+/// and modification time of each regular file it has there, and the
+/// server leaves out those it would send unchanged (rsync's quick check);
+/// they count in [`FilesReport::unchanged`]. A server older than that, or
+/// one that cannot keep the list, sends everything, as before; so does
+/// [`SendOptions::ignore_times`], and a one-time code (good for one
+/// connection).
 pub fn get(
     addr: SocketAddr,
     name: &str,
@@ -341,6 +352,13 @@ pub fn get(
             out.display()
         )));
     }
+    // M17: a directory fetched again: the server first learns which files
+    // are here (the same name, size and time) and leaves them out.
+    let skip = if is_dir && !opts.ignore_times && !one_time_code(opts) {
+        tell_what_is_here(addr, &out, &base, opts)?
+    } else {
+        None
+    };
     let part = if is_dir || complete.is_some() {
         None
     } else {
@@ -364,6 +382,7 @@ pub fn get(
         name: name.to_string(),
         have,
         bundle: true,
+        skip,
     };
     let resume = opts.resume;
     fetched(read(addr, name, req, make, opts), |r| {
@@ -381,6 +400,62 @@ pub fn get(
             r.resumed_from = Some(h.size);
         }
     })
+}
+
+/// A one-time code is good for one connection: no check before the
+/// transfer (M14, M17).
+fn one_time_code(opts: &SendOptions) -> bool {
+    matches!(&opts.security, crate::Security::Encrypted(e) if e.code.is_some())
+}
+
+/// The options of a check before a transfer: no progress of its own.
+fn quiet(opts: &SendOptions) -> SendOptions {
+    let mut quiet = opts.clone();
+    quiet.progress = None;
+    quiet
+}
+
+/// Whether a check was refused for one of `reasons` (a peer older than
+/// the check, or one that cannot answer it): the transfer then goes as
+/// without the check.
+fn declined(e: &Error, reasons: &[&str]) -> bool {
+    let why = e.to_string();
+    reasons.iter().any(|r| why.contains(r))
+}
+
+/// Tells the server which regular files are below `out`, the destination
+/// of the directory `top` fetched again (decision M17): one WRITE transfer
+/// of the keyed digests of their names in the server's bundle
+/// (`top/rel/path`), sizes and modification times, kept by the server a
+/// minute under a token for the `get` that names it. Returns the token, or
+/// `None` when there is nothing to tell or the server declines (older than
+/// this, not serving, short of room): the `get` then brings every file, as
+/// before. Other failures (the network, a refused key) are returned: the
+/// `get` would meet them too.
+fn tell_what_is_here(
+    addr: SocketAddr,
+    out: &Path,
+    top: &str,
+    opts: &SendOptions,
+) -> Result<Option<Token>, Error> {
+    let (mut key, mut token) = ([0u8; 32], [0u8; TOKEN]);
+    if getrandom::fill(&mut key).is_err() || getrandom::fill(&mut token).is_err() {
+        return Ok(None);
+    }
+    let mut digests = Vec::new();
+    digests_below(out, top.as_bytes(), &key, &mut digests);
+    if digests.is_empty() {
+        return Ok(None);
+    }
+    let size = digests.len() as u64;
+    let input = Input::Read(Box::new(std::io::Cursor::new(digests)));
+    let req = Request::Have { token, key };
+    let name = "(list of what is here)";
+    match put(input, Some(size), false, name, req, addr, &quiet(opts)) {
+        Ok(_) => Ok(Some(token)),
+        Err(e) if declined(&e, &["unknown operation 'have'", NOT_KEPT]) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Where `get` puts what `base` (the last component of the name asked for)
@@ -459,8 +534,9 @@ fn file_target(
 }
 
 /// The note of a `get --resume` that brought a directory.
-const NOT_RESUMED: &str = "a directory is fetched whole (a bundle cannot be resumed); \
-     files already here with the same bytes were left as they were";
+const NOT_RESUMED: &str = "a directory is not resumed (a bundle cannot be): its files that \
+     are not here with the same size and time were fetched, and those with the same bytes left \
+     as they were";
 
 /// A name `get` may ask for, without the trailing `/` a shell completes a
 /// directory with, and its components: the rules of the server's
@@ -563,6 +639,7 @@ pub fn get_to_writer(
         name: name.to_string(),
         have: None,
         bundle: true,
+        skip: None,
     };
     fetched(read(addr, name, req, make, opts), |_| {})
 }
@@ -621,18 +698,13 @@ pub fn skip_same(bundle: &Bundle, addr: SocketAddr, opts: &SendOptions) -> Resul
     let got = Arc::new(Mutex::new(Vec::new()));
     let sink = SharedBytes(Arc::clone(&got));
     let make: MakeTarget = Box::new(move |_: &Response| Ok(Target::Writer(Box::new(sink))));
-    let mut quiet = opts.clone();
-    quiet.progress = None;
     let req = Request::Same { names, key };
-    match read(addr, "(check of what is there)", req, make, &quiet) {
+    match read(addr, "(check of what is there)", req, make, &quiet(opts)) {
         Ok(_) => {}
-        Err(e) => {
-            let why = e.to_string();
-            if why.contains("unknown operation 'same'") || why.contains(NOTHING_TO_COMPARE) {
-                return Ok(bundle.clone());
-            }
-            return Err(e);
+        Err(e) if declined(&e, &["unknown operation 'same'", NOTHING_TO_COMPARE]) => {
+            return Ok(bundle.clone());
         }
+        Err(e) => return Err(e),
     }
     let have: HashSet<[u8; DIGEST]> = got
         .lock()

@@ -182,6 +182,15 @@ pub struct SendOptions {
     /// ([`AutoSize`], decision G3). Default: neither (`params` is offered
     /// as it is); the `netblt` tool chooses both unless told a size.
     pub auto_size: AutoSize,
+    /// [`get`](crate::get) of a directory already at the destination:
+    /// fetch every file, even those here with the same name, size and
+    /// modification time (rsync's `--ignore-times`). By default the client
+    /// first tells the server which files it has (decision M17) and those
+    /// are not sent; with this set they are, and compared byte for byte as
+    /// they arrive (M13). ([`send_bundle`](crate::send_bundle) leaves out
+    /// what the receiver has only when asked, with
+    /// [`skip_same`](crate::skip_same).) Default: off.
+    pub ignore_times: bool,
 }
 
 impl Default for SendOptions {
@@ -213,6 +222,7 @@ impl Default for SendOptions {
             security: crate::Security::Insecure,
             verify: false,
             auto_size: AutoSize::default(),
+            ignore_times: false,
         }
     }
 }
@@ -232,6 +242,7 @@ impl std::fmt::Debug for SendOptions {
             .field("stop", &self.stop)
             .field("rate_control", &self.rate_control)
             .field("auto_size", &self.auto_size)
+            .field("ignore_times", &self.ignore_times)
             .finish()
     }
 }

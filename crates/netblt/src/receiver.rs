@@ -13,6 +13,7 @@ use netblt_proto::{Connection, Incoming, Mode};
 use crate::app::bundle::serve::serve_tree;
 use crate::app::bundle::unpack::Unpacker;
 use crate::app::bundle::FilesReport;
+use crate::app::have::{HaveStore, Listed, NOT_KEPT};
 use crate::app::meta::{Have, Request, Response, ALREADY_THERE, DIFFERS_THERE, NOTHING_TO_COMPARE};
 use crate::app::names::resolve;
 use crate::app::params::{config, passive_limits, passive_limits_for, passive_rate};
@@ -128,6 +129,7 @@ impl Receiver {
             data,
             opts: self.opts,
             summary: ReceiverSummary::default(),
+            have: HaveStore::default(),
         };
         let junk = run_passive(
             &popts,
@@ -175,6 +177,8 @@ struct Policy {
     data: Data,
     opts: ReceiverOptions,
     summary: ReceiverSummary,
+    /// `get` clients' lists of what they have (M17).
+    have: HaveStore,
 }
 
 /// What a request is answered with: the plan, the name reports use, the
@@ -265,6 +269,14 @@ impl Policy {
                     .accept(&t)?;
                 Ok((Target::Handler(Arc::clone(h), t), Response::default()))
             }
+        }
+    }
+
+    /// The directory peers may read from: only with `serve`.
+    fn serving(&self) -> Result<&Path, String> {
+        match &self.data {
+            Data::Dir(d) if self.opts.serve => Ok(d.as_path()),
+            _ => Err("reading not enabled (start the receiver with --serve)".into()),
         }
     }
 
@@ -376,12 +388,37 @@ impl Policy {
                     Response::default(),
                 ))
             }
-            (Mode::Read, Request::Get { name, have, bundle }) => {
-                let dir = match &self.data {
-                    Data::Dir(d) if self.opts.serve => d,
-                    _ => return Err("reading not enabled (start the receiver with --serve)".into()),
-                };
-                serve_get(dir, name, have, bundle)
+            // M17: what a `get` client has, for the `get` that follows.
+            (Mode::Write, Request::Have { token, key }) => {
+                self.serving().map_err(|why| format!("{NOT_KEPT}: {why}"))?;
+                let upload = self.have.upload(token, key, inc.remote.ip());
+                Ok(Planned::new(
+                    Plan::Receive {
+                        size: None,
+                        target: Some(Target::Have(Box::new(upload))),
+                        make: None,
+                        digest: true,
+                    },
+                    "(list of what the client has)",
+                    Response::default(),
+                ))
+            }
+            (
+                Mode::Read,
+                Request::Get {
+                    name,
+                    have,
+                    bundle,
+                    skip,
+                },
+            ) => {
+                let dir = self.serving()?;
+                // The peer's address, not its port: each of the client's
+                // transfers has a socket of its own.
+                let listed = self
+                    .have
+                    .look_up(skip, inc.remote.ip(), std::time::Instant::now());
+                serve_get(dir, name, have, bundle, listed)
             }
             _ => Err("operation does not match the NETBLT mode".into()),
         }
@@ -389,12 +426,14 @@ impl Policy {
 }
 
 /// A `get`: the file `name` below `dir`, or the directory (M15) as a bundle
-/// when the client takes one (`bundle`).
+/// when the client takes one (`bundle`), without the files of the client's
+/// list (`listed`, M17).
 fn serve_get(
     dir: &Path,
     name: String,
     have: Option<Have>,
     bundle: bool,
+    listed: Listed,
 ) -> Result<Planned, String> {
     let path = resolve(dir, &name, false)?;
     // Never through a symbolic link: `resolve` keeps the parent
@@ -421,7 +460,7 @@ fn serve_get(
             // An older client would store the tar stream as the file.
             return Err(OLD_CLIENT.into());
         }
-        return plan_tree(&path, name);
+        return plan_tree(&path, name, listed);
     }
     if !meta.is_file() {
         return Err("not a regular file".into());
@@ -477,11 +516,15 @@ const OLD_CLIENT: &str =
 /// A directory for `get` (M15): its bundle, a stream of unknown length; the
 /// RESPONSE says so, with the stream's expected length when the walk was
 /// quick. A `have` (a partial file) is ignored: a bundle cannot be resumed.
-fn plan_tree(path: &Path, name: String) -> Result<Planned, String> {
-    let served = serve_tree(path)?;
+/// The files of the client's list are left out; a list named but not found
+/// leaves nothing out, and the RESPONSE's note says so (M17).
+fn plan_tree(path: &Path, name: String, listed: Listed) -> Result<Planned, String> {
+    let (skip, note) = listed.into_parts();
+    let served = serve_tree(path, skip)?;
     let resp = Response {
         bundle: true,
         total: served.total,
+        note,
         ..Response::default()
     };
     let mut planned = Planned::new(
@@ -502,7 +545,8 @@ impl Service for Policy {
 
     fn incoming(&mut self, inc: &Incoming, waker: &Arc<Waker>) -> Result<Accept<Transfer>, String> {
         let req = Request::decode(&inc.client)?;
-        let auxiliary = matches!(req, Request::Same { .. });
+        // Checks before the transfer the user asked for (M14, M17).
+        let auxiliary = matches!(req, Request::Same { .. } | Request::Have { .. });
         let planned = self.plan(inc, req)?;
         // The peer's family, not the socket's: a dual-stack `[::]` socket
         // has IPv4 peers too, whose datagrams may be 20 bytes larger.
@@ -533,7 +577,8 @@ impl Service for Policy {
         junk: JunkCounts,
     ) -> bool {
         if app.auxiliary {
-            // A check before a bundle (M14): the bundle is the transfer.
+            // A check before a bundle (M14) or a list before a `get`
+            // (M17): the bundle or the `get` is the transfer.
             return true;
         }
         let report = TransferReport::new(&app, conn, peer.to_string(), wall, cpu_times());
@@ -564,19 +609,73 @@ mod tests {
         std::fs::create_dir_all(t.path().join("tree/sub")).unwrap();
         std::fs::write(t.path().join("tree/sub/f"), b"x").unwrap();
         std::os::unix::fs::symlink(t.path().join("tree"), t.path().join("link")).unwrap();
-        let p = serve_get(t.path(), "tree".into(), None, true).unwrap();
+        let p = serve_get(t.path(), "tree".into(), None, true, Listed::NotNamed).unwrap();
         assert!(p.resp.bundle && p.resp.size.is_none(), "{:?}", p.resp);
         assert!(p.pack.is_some());
         assert!(matches!(p.plan, Plan::Send { size: None, .. }));
-        let refused = serve_get(t.path(), "tree".into(), None, false).err();
+        let refused = serve_get(t.path(), "tree".into(), None, false, Listed::NotNamed).err();
         assert_eq!(refused.as_deref(), Some(OLD_CLIENT));
-        let link = serve_get(t.path(), "link".into(), None, true).err();
+        let link = serve_get(t.path(), "link".into(), None, true, Listed::NotNamed).err();
         assert_eq!(
             link.as_deref(),
             Some("not a regular file (a symbolic link)")
         );
         // A file is still a file, whichever the client.
-        let f = serve_get(t.path(), "tree/sub/f".into(), None, true).unwrap();
+        let f = serve_get(t.path(), "tree/sub/f".into(), None, true, Listed::NotNamed).unwrap();
         assert_eq!((f.resp.bundle, f.resp.size), (false, Some(1)));
+    }
+
+    /// What a served tree's stream held, as its packer counted: files
+    /// sent, files left out as the client's, their bytes.
+    fn sent(p: Planned) -> (u64, u64, u64) {
+        let Plan::Send {
+            reader: Input::Stream(mut r),
+            ..
+        } = p.plan
+        else {
+            panic!("not a stream");
+        };
+        std::io::copy(&mut r, &mut std::io::sink()).unwrap();
+        let f = p.pack.unwrap().lock().unwrap().clone();
+        (f.files, f.unchanged, f.unchanged_bytes)
+    }
+
+    /// M17: a `get` naming the client's list leaves out the files in it
+    /// (one use); one naming a list the server does not have (used,
+    /// unknown, another address's) sends everything and says why.
+    #[test]
+    fn a_get_leaves_out_the_clients_files_and_an_unknown_list_leaves_out_nothing() {
+        use crate::app::bundle::walk::mtime_of;
+        use crate::app::have::{Listed, LIST_LOST, TOKEN};
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("tree/sub")).unwrap();
+        std::fs::write(t.path().join("tree/a"), b"alpha").unwrap();
+        std::fs::write(t.path().join("tree/sub/b"), b"b").unwrap();
+        let store = HaveStore::default();
+        let key = [5u8; 32];
+        let m = std::fs::symlink_metadata(t.path().join("tree/a")).unwrap();
+        let d = crate::app::same::digest(&key, b"tree/a", m.len(), mtime_of(&m));
+        let ip = std::net::IpAddr::from([127, 0, 0, 1]);
+        let mut u = store.upload([1; TOKEN], key, ip);
+        u.push(&d).unwrap();
+        u.commit();
+        let now = std::time::Instant::now();
+        let get = |l: Listed| serve_get(t.path(), "tree".into(), None, true, l).unwrap();
+        let other = std::net::IpAddr::from([127, 0, 0, 2]);
+        for listed in [
+            store.look_up(Some([2; TOKEN]), ip, now),
+            store.look_up(Some([1; TOKEN]), other, now),
+        ] {
+            let p = get(listed);
+            assert_eq!(p.resp.note.as_deref(), Some(LIST_LOST));
+            assert_eq!(sent(p), (2, 0, 0));
+        }
+        let p = get(store.look_up(Some([1; TOKEN]), ip, now));
+        assert_eq!(p.resp.note, None);
+        assert_eq!(sent(p), (1, 1, 5));
+        // Used: the next `get` naming it gets everything.
+        let p = get(store.look_up(Some([1; TOKEN]), ip, now));
+        assert_eq!(p.resp.note.as_deref(), Some(LIST_LOST));
+        assert_eq!(sent(p), (2, 0, 0));
     }
 }

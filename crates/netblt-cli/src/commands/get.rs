@@ -21,9 +21,12 @@ pub struct GetArgs {
     /// sends one): modification times and permission bits kept, links in
     /// it never followed nor fetched, nothing written outside the
     /// destination, nothing under its final name before the whole tree is
-    /// verified. Files already here with the same bytes are left as they
-    /// are; one that differs is refused without --force. The receiver's
-    /// directory itself (`.`) cannot be fetched.
+    /// verified. Fetched again into a directory that is here, only what
+    /// changed travels: files here with the same name, size and
+    /// modification time are not sent (see --ignore-times). Files already
+    /// here with the same bytes are left as they are; one that differs is
+    /// refused without --force. The receiver's directory itself (`.`)
+    /// cannot be fetched.
     pub name: String,
     /// Where to put it, as `scp -r` does: in an existing directory under
     /// the name's last component, else at this path (a directory fetched is
@@ -43,11 +46,18 @@ pub struct GetArgs {
     /// the prefix); otherwise the file comes whole. A complete file already
     /// at the destination is kept if the server's has the same size and
     /// modification time (nothing sent), refused otherwise (--force
-    /// replaces it). A directory cannot be
-    /// resumed: it comes whole (with a note), the files already here with
-    /// the same bytes left as they are.
+    /// replaces it). A directory is not
+    /// resumed: what is not here with the same size and time comes (with a
+    /// note), the files already here with the same bytes left as they are.
     #[arg(long)]
     pub resume: bool,
+    /// Fetch every file of a directory fetched again, even those here with
+    /// the same name, size and modification time (by default the server is
+    /// told first which files are here, and those are not sent, as rsync
+    /// does; rsync's --ignore-times). They are then compared byte for byte
+    /// as they arrive, and the same ones left as they are.
+    #[arg(long)]
+    pub ignore_times: bool,
     #[command(flatten)]
     pub params: ParamFlags,
     #[command(flatten)]
@@ -86,6 +96,7 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     opts.auto_size = a.params.auto_size();
     opts.overwrite = a.force;
     opts.resume = a.resume;
+    opts.ignore_times = a.ignore_times;
     let bar = a.common.live();
     bar.attach(&mut opts);
     let result = remote.run(|r| netblt::get(r, &a.name, &dest, &opts));

@@ -14,7 +14,15 @@
 //!   mtime. `"bundle":true`: a directory may come as a bundle (decision
 //!   M15); a client without it (older than that) is refused a directory
 //!   with a reason that says so, rather than sent a tar stream it would
-//!   store as the file's bytes.
+//!   store as the file's bytes. `"skip":"hex"` (16 bytes): the token of a
+//!   `have` list this client uploaded just before; the server leaves out
+//!   of the directory's bundle the files listed there (decision M17).
+//! * OPEN, WRITE, what a `get` client has: `{"v":1,"op":"have","token":"hex","key":"hex"}`:
+//!   the data are 16-byte keyed digests of (name, size, mtime) of the
+//!   files below the destination, named as the server's bundle names them
+//!   ([`crate::app::have`]); the server keeps them a minute under the
+//!   token for the `get` that follows (decision M17). A server older than
+//!   that refuses the operation.
 //! * OPEN, WRITE, benchmark: `{"v":1,"op":"sink","size":N}`; in an
 //!   encrypted session `"digest":false` may follow: the transfer then
 //!   carries exactly `size` bytes, no digest (decision K16)
@@ -43,6 +51,8 @@
 //! resume.
 
 use serde::{Deserialize, Serialize};
+
+use super::have::{Token, TOKEN};
 
 /// Metadata version.
 pub(crate) const VERSION: u32 = 1;
@@ -118,6 +128,8 @@ pub(crate) enum Request {
         name: String,
         have: Option<Have>,
         bundle: bool,
+        /// The token of the client's `have` list (M17).
+        skip: Option<Token>,
     },
     /// Discard `size` bytes (WRITE mode, RFC 1030's memory-to-memory test);
     /// `digest: false`: no end-to-end digest follows the data (only asked
@@ -129,6 +141,9 @@ pub(crate) enum Request {
     /// Send us the digests of the regular files at or below `names`
     /// (READ mode), keyed with `key` ([`crate::app::same`]).
     Same { names: Vec<String>, key: [u8; 32] },
+    /// Keep the digests that follow (WRITE mode, a `get` client's files,
+    /// keyed with `key`) under `token`, for the `get` that names it (M17).
+    Have { token: Token, key: [u8; 32] },
 }
 
 /// At most this many names in one `same` request (the OPEN's client string
@@ -187,6 +202,18 @@ struct Wire {
     bundle: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     total: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    skip: Option<String>,
+}
+
+/// A request's hex field of `N` bytes; the error (a REFUSED reason) names
+/// it: missing or malformed.
+fn hex_field<const N: usize>(v: Option<String>, what: &str) -> Result<[u8; N], String> {
+    v.as_deref()
+        .and_then(super::parse_hex)
+        .ok_or_else(|| format!("request without a {what}"))
 }
 
 fn to_bytes(w: &Wire) -> Vec<u8> {
@@ -214,11 +241,17 @@ impl Request {
                 w.mode = *mode;
                 w.resume = *resume;
             }
-            Request::Get { name, have, bundle } => {
+            Request::Get {
+                name,
+                have,
+                bundle,
+                skip,
+            } => {
                 w.op = Some("get".into());
                 w.name = Some(name.clone());
                 w.have = have.clone();
                 w.bundle = *bundle;
+                w.skip = skip.as_ref().map(|t| super::hex(t));
             }
             Request::Sink { size, digest } => {
                 w.op = Some("sink".into());
@@ -232,6 +265,11 @@ impl Request {
             Request::Same { names, key } => {
                 w.op = Some("same".into());
                 w.names = Some(names.clone());
+                w.key = Some(super::hex(key));
+            }
+            Request::Have { token, key } => {
+                w.op = Some("have".into());
+                w.token = Some(super::hex(token));
                 w.key = Some(super::hex(key));
             }
         }
@@ -264,6 +302,10 @@ impl Request {
                 name: name(w.name)?,
                 have: w.have,
                 bundle: w.bundle,
+                skip: w
+                    .skip
+                    .map(|t| hex_field::<TOKEN>(Some(t), "well-formed skip token"))
+                    .transpose()?,
             }),
             Some("sink") => Ok(Request::Sink {
                 size: w.size.ok_or_else(|| "request without a size".to_string())?,
@@ -281,13 +323,13 @@ impl Request {
                     .into_iter()
                     .map(|n| name(Some(n)))
                     .collect::<Result<_, _>>()?;
-                let key = w
-                    .key
-                    .as_deref()
-                    .and_then(super::partial::parse_digest)
-                    .ok_or_else(|| "request without a key".to_string())?;
+                let key = hex_field(w.key, "key")?;
                 Ok(Request::Same { names, key })
             }
+            Some("have") => Ok(Request::Have {
+                token: hex_field(w.token, "token")?,
+                key: hex_field(w.key, "key")?,
+            }),
             Some(other) => Err(format!("unknown operation '{other}'")),
             None => Err("request without an operation".into()),
         }
@@ -362,11 +404,17 @@ mod tests {
                     prefix: "ab".into(),
                 }),
                 bundle: false,
+                skip: None,
             },
             Request::Get {
                 name: "x".into(),
                 have: None,
                 bundle: true,
+                skip: Some([3; TOKEN]),
+            },
+            Request::Have {
+                token: [0xab; TOKEN],
+                key: [4; 32],
             },
             Request::Sink {
                 size: 1 << 40,
@@ -426,6 +474,7 @@ mod tests {
             name: "tree".into(),
             have: None,
             bundle: true,
+            skip: None,
         };
         assert_eq!(
             std::str::from_utf8(&req.encode()).ok(),
@@ -437,6 +486,7 @@ mod tests {
                 name: "tree".into(),
                 have: None,
                 bundle: false,
+                skip: None,
             })
         );
         let resp = Response {
@@ -449,5 +499,48 @@ mod tests {
             Some(r#"{"v":1,"bundle":true,"total":4096}"#)
         );
         assert_eq!(Response::decode(&resp.encode()), resp);
+    }
+
+    /// M17: the list a `get` client uploads, and the `get` that names it;
+    /// an older server reads the list's OPEN as an unknown operation (the
+    /// client then fetches everything), an older client never says `skip`.
+    #[test]
+    fn a_have_list_and_the_get_that_names_it() {
+        let have = Request::Have {
+            token: [0x0f; TOKEN],
+            key: [0xa0; 32],
+        };
+        let text = format!(
+            r#"{{"v":1,"op":"have","key":"{}","token":"{}"}}"#,
+            "a0".repeat(32),
+            "0f".repeat(TOKEN)
+        );
+        assert_eq!(
+            std::str::from_utf8(&have.encode()).ok(),
+            Some(text.as_str())
+        );
+        let get = Request::Get {
+            name: "tree".into(),
+            have: None,
+            bundle: true,
+            skip: Some([0x0f; TOKEN]),
+        };
+        let text = format!(
+            r#"{{"v":1,"op":"get","name":"tree","bundle":true,"skip":"{}"}}"#,
+            "0f".repeat(TOKEN)
+        );
+        assert_eq!(std::str::from_utf8(&get.encode()).ok(), Some(text.as_str()));
+        // A token or key of the wrong length, or none, is refused.
+        for bad in [
+            format!(r#"{{"v":1,"op":"have","key":"{}"}}"#, "a0".repeat(32)),
+            format!(
+                r#"{{"v":1,"op":"have","key":"{}","token":"0f0f"}}"#,
+                "a0".repeat(32)
+            ),
+            format!(r#"{{"v":1,"op":"have","token":"{}"}}"#, "0f".repeat(TOKEN)),
+            r#"{"v":1,"op":"get","name":"tree","skip":"zz"}"#.to_string(),
+        ] {
+            assert!(Request::decode(bad.as_bytes()).is_err(), "{bad}");
+        }
     }
 }

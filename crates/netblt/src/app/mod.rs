@@ -34,6 +34,7 @@
 //! ([`meta`]); names from the network are sanitized ([`names`]).
 
 pub(crate) mod bundle;
+pub(crate) mod have;
 pub(crate) mod holes;
 pub(crate) mod meta;
 pub(crate) mod names;
@@ -53,4 +54,17 @@ pub(crate) const DIGEST_LEN: usize = 32;
 /// Lower-case hex of a digest.
 pub(crate) fn hex(d: &[u8]) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `N` bytes from exactly `2 * N` hex digits ([`hex`]'s inverse); `None`
+/// for anything else (a peer's string).
+pub(crate) fn parse_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    if s.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
 }

@@ -358,14 +358,7 @@ impl Drop for PartFile {
 }
 
 fn parse_cv(s: &str) -> Option<ChainingValue> {
-    if s.len() != 64 {
-        return None;
-    }
-    let mut cv = [0u8; 32];
-    for (i, b) in cv.iter_mut().enumerate() {
-        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(cv)
+    super::parse_hex(s)
 }
 
 /// Parses a hex digest (a RESPONSE's `prefix`).

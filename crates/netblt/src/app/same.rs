@@ -57,7 +57,7 @@ pub(crate) fn listing(dir: &Path, names: &[String], key: &[u8; 32]) -> Vec<u8> {
         if m.is_file() {
             out.extend_from_slice(&digest(key, name.as_bytes(), m.len(), mtime_of(&m)));
         } else if m.is_dir() {
-            walk(&path, name.as_bytes(), key, &mut out);
+            digests_below(&path, name.as_bytes(), key, &mut out);
         }
     }
     out
@@ -92,7 +92,11 @@ impl std::io::Read for Listing {
     }
 }
 
-fn walk(dir: &Path, prefix: &[u8], key: &[u8; 32], out: &mut Vec<u8>) {
+/// Appends to `out` the digest of every regular file below `dir`, named
+/// `prefix/rel/path` as a bundle names it (links never followed; what
+/// cannot be read is left out; at most [`MAX_REPLY`] bytes in all). The
+/// receiver's reply here; a `get` client's list of what it has (M17).
+pub(crate) fn digests_below(dir: &Path, prefix: &[u8], key: &[u8; 32], out: &mut Vec<u8>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -110,7 +114,7 @@ fn walk(dir: &Path, prefix: &[u8], key: &[u8; 32], out: &mut Vec<u8>) {
         if t.is_file() {
             out.extend_from_slice(&digest(key, &name, m.len(), mtime_of(&m)));
         } else if t.is_dir() {
-            walk(&e.path(), &name, key, out);
+            digests_below(&e.path(), &name, key, out);
         }
     }
 }

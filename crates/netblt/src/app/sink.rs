@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use super::bundle::tally::Tally;
 use super::bundle::unpack::Unpacker;
 use super::bundle::FilesReport;
+use super::have::Upload;
 use super::meta::OFFSET_LEN;
 use super::partial::PartFile;
 use super::tree::TreeHasher;
@@ -36,6 +37,9 @@ pub(crate) enum Target {
     /// A fetched directory's tar stream, written in order to a writer and
     /// counted on the way (`get DIR -o -`, decision M15).
     Tar(Box<dyn Write + Send>, Box<Tally>),
+    /// A `get` client's list of what it has, kept by a serving receiver
+    /// once verified (decision M17).
+    Have(Box<Upload>),
 }
 
 impl Target {
@@ -211,6 +215,7 @@ impl Writer {
                 .write_all(bytes)
                 .map_err(|e| AppError::io(&self.shown, &e))?,
             Target::Bundle(u) => u.push(bytes)?,
+            Target::Have(u) => u.push(bytes)?,
             Target::Tar(w, t) => {
                 // Counted first: a stream that is not tar goes no further.
                 t.push(bytes)?;
@@ -292,6 +297,7 @@ fn write_loop(
         Target::Writer(_) | Target::Tar(..) => "standard output".into(),
         Target::Handler(_, t) => t.name.clone(),
         Target::Bundle(u) => u.root_path().display().to_string(),
+        Target::Have(_) => "(list of what the client has)".into(),
     };
     let send = |o: Output| {
         let _ = output.send(o);
@@ -360,6 +366,10 @@ fn write_loop(
             Target::File(t) => t.commit(),
             Target::Writer(mut o) => o.flush().map_err(|e| AppError::io(&shown, &e)),
             Target::Bundle(u) => u.commit().map(|r| send(Output::Files(r))),
+            Target::Have(u) => {
+                u.commit();
+                Ok(())
+            }
             Target::Tar(mut o, t) => o
                 .flush()
                 .map_err(|e| AppError::io(&shown, &e))

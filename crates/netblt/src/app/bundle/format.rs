@@ -248,6 +248,7 @@ pub(crate) const END: [u8; 2 * BLOCK] = [0; 2 * BLOCK];
 const NOT_REGULAR_KEY: &str = "NETBLT.not_regular";
 const UNSENT_KEY: &str = "NETBLT.unsent";
 const MORE_UNSENT_KEY: &str = "NETBLT.more_unsent";
+const UNCHANGED_KEY: &str = "NETBLT.unchanged";
 
 /// What the sender of a fetched tree left out (decision M15), as read from
 /// the stream's global header.
@@ -259,15 +260,24 @@ pub(crate) enum Unsent {
     Failed(FileFailure),
     /// Failures beyond those listed.
     More(u64),
+    /// Files left out because the client has them (M17): how many, and
+    /// their bytes.
+    Unchanged(u64, u64),
 }
 
 /// Writes, when `r` says the sender left something out, the global header
 /// that tells the client what: its links and special files (a count), and
 /// each entry it could not read ("reason<TAB>name": the `tar` crate's pax
 /// reader splits records at newlines, so a name's newlines are written as
-/// `\n`). Kept under [`MAX_EXT`]; what does not fit is counted.
+/// `\n`), and the files it left out because the client has them ("N B":
+/// files and bytes, M17). Kept under [`MAX_EXT`]; what does not fit is
+/// counted.
 pub(crate) fn write_unsent(r: &FilesReport, out: &mut Vec<u8>) {
     let mut pax = Vec::new();
+    if r.unchanged > 0 {
+        let value = format!("{} {}", r.unchanged, r.unchanged_bytes);
+        pax_record(&mut pax, UNCHANGED_KEY, value.as_bytes());
+    }
     if r.not_regular > 0 {
         pax_record(
             &mut pax,
@@ -309,6 +319,10 @@ fn unsent_record(key: &[u8], value: &[u8]) -> Option<Unsent> {
     }
     if key == MORE_UNSENT_KEY.as_bytes() {
         return count().map(Unsent::More);
+    }
+    if key == UNCHANGED_KEY.as_bytes() {
+        let (n, bytes) = std::str::from_utf8(value).ok()?.split_once(' ')?;
+        return Some(Unsent::Unchanged(n.parse().ok()?, bytes.parse().ok()?));
     }
     if key != UNSENT_KEY.as_bytes() {
         return None;
@@ -738,12 +752,15 @@ mod tests {
     /// M15: what a server left out rides in a global header at the end,
     /// kept under the parser's limit however long the list (the rest
     /// counted), read back as written, and passed over without a word by
-    /// GNU tar (`get DIR -o - | tar x`).
+    /// GNU tar (`get DIR -o - | tar x`); with it, the files left out
+    /// because the client has them (M17).
     #[test]
     fn what_was_left_out_is_bounded_read_back_and_quiet_for_tar() {
         let mut r = FilesReport {
             not_regular: 2,
             more_failed: 5,
+            unchanged: 3,
+            unchanged_bytes: 4096,
             ..FilesReport::default()
         };
         r.fail(FileFailure::new("top/a\tb", "permission denied"));
@@ -776,9 +793,10 @@ mod tests {
             .sum();
         assert!(listed > 100 && listed < 301, "{listed}");
         assert_eq!(listed as u64 + more, 306);
-        assert_eq!(c.unsent[0], Unsent::NotRegular(2));
+        assert_eq!(c.unsent[0], Unsent::Unchanged(3, 4096));
+        assert_eq!(c.unsent[1], Unsent::NotRegular(2));
         assert_eq!(
-            c.unsent[1],
+            c.unsent[2],
             Unsent::Failed(FileFailure::new("top/a\tb", "permission denied"))
         );
         let t = tempfile::tempdir().unwrap();

@@ -151,7 +151,8 @@ impl FilesReport {
     }
 
     /// What the sender of a fetched tree said it left out (M15): an entry
-    /// it could not read is one this end does not have, a failure.
+    /// it could not read is one this end does not have, a failure; a file
+    /// this end has already (M17) is unchanged.
     pub(crate) fn left_out_by_sender(&mut self, u: format::Unsent) {
         match u {
             format::Unsent::NotRegular(n) => self.not_regular = self.not_regular.saturating_add(n),
@@ -160,6 +161,12 @@ impl FilesReport {
                 self.fail(FileFailure::new(f.name, reason));
             }
             format::Unsent::More(n) => self.more_failed = self.more_failed.saturating_add(n),
+            // Left out because this end has them (M17): as M13's files
+            // found here with the same bytes.
+            format::Unsent::Unchanged(n, bytes) => {
+                self.unchanged = self.unchanged.saturating_add(n);
+                self.unchanged_bytes = self.unchanged_bytes.saturating_add(bytes);
+            }
         }
     }
 

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use super::pack::Packer;
 use super::{Bundle, FilesReport};
+use crate::app::have::Skip;
 
 /// How long the serving loop waits for a walk before it answers.
 const WALK_BUDGET: Duration = Duration::from_millis(20);
@@ -37,14 +38,20 @@ pub(crate) struct Served {
 }
 
 /// Starts sending the directory `path` (already opened and checked not to
-/// be a link). The error is a reason for the peer.
-pub(crate) fn serve_tree(path: &Path) -> Result<Served, String> {
+/// be a link), without the files the client has (`skip`, M17: left out on
+/// the walk's thread, counted unchanged, and said at the stream's end).
+/// The error is a reason for the peer.
+pub(crate) fn serve_tree(path: &Path, skip: Option<Skip>) -> Result<Served, String> {
     let (tx, rx) = mpsc::channel();
     let dir = path.to_path_buf();
     std::thread::Builder::new()
         .name("netblt-walk".into())
         .spawn(move || {
             let walked = Bundle::walk_served(&dir).map(|b| {
+                let b = match &skip {
+                    Some(s) => b.without(|i| s.has(i)),
+                    None => b,
+                };
                 let total = b.stream_len();
                 (b, total)
             });
@@ -180,14 +187,14 @@ mod tests {
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::fs::write(root.join("sub/f"), b"x").unwrap();
         std::os::unix::fs::symlink(&root, t.path().join("link")).unwrap();
-        let served = serve_tree(&root).unwrap();
+        let served = serve_tree(&root, None).unwrap();
         let mut seen = Seen::default();
         Parser::new()
             .push(&read_all(served.stream), &mut seen)
             .unwrap();
         assert_eq!(seen.0, ["tree", "tree/sub", "tree/sub/f"]);
         assert_eq!(served.report.lock().unwrap().files, 1);
-        let why = match serve_tree(&t.path().join("link")) {
+        let why = match serve_tree(&t.path().join("link"), None) {
             Err(why) => why,
             Ok(mut s) => s.stream.read(&mut [0u8; 512]).unwrap_err().to_string(),
         };
