@@ -4,7 +4,7 @@
 #   bench/files.sh                      (all sections, REPS=3)
 #   SECTIONS="many copy" REPS=5 bench/files.sh
 #
-# Sections (SECTIONS, default "many resume copy"):
+# Sections (SECTIONS, default "many pull resume copy"):
 #   many    N files (N, default 10000) of 1-64 KiB (random sizes and bytes,
 #           seeded, in 100 directories) on /dev/shm, copied to a fresh
 #           directory on /dev/shm by
@@ -21,6 +21,12 @@
 #           Every copy is checked (file count, md5 of all bytes in name
 #           order). Target (issue 12): netblt's wall time no worse than the
 #           fastest of the others.
+#   pull    the same tree fetched from a `netblt recv --serve` by `netblt
+#           get DIR` (one connection, a bundle), then fetched again with
+#           nothing changed (M17: the client's list of what it has, then a
+#           bundle of directories only), against `rsync -a` from an rsync
+#           daemon's read-only module, into an empty directory and again.
+#           The netblt rows give the bytes the transfer moved.
 #   resume  one file of RESUME_SIZE (default 4GiB) sent, the sender killed
 #           (SIGKILL) once the receiver's partial file holds 60 % of it,
 #           then `send --resume`: the report's resumed_from says what was
@@ -44,7 +50,7 @@ set -euo pipefail
 
 N=${N:-10000}
 REPS=${REPS:-3}
-SECTIONS=${SECTIONS:-many resume copy}
+SECTIONS=${SECTIONS:-many pull resume copy}
 RESUME_SIZE=${RESUME_SIZE:-4GiB}
 COPY_SIZE=${COPY_SIZE:-1GiB}
 EXTRA="${EXTRA---rate 40G --packet-size 16000 --buffer-size 8MiB}"
@@ -151,11 +157,11 @@ wait_recv() {
 secflag() { [ "$1" = insecure ] && echo --insecure || true; }
 
 # ---------------------------------------------------------------- many
-many() {
-    echo "== many: $N files of 1-64 KiB, $REPS runs each" >&2
-    local SRC=$W/src/tree
-    mkdir -p "$SRC"
-    python3 - "$SRC" "$N" <<'PY'
+# The tree both file-count sections copy: N files of 1-64 KiB (seeded) in
+# 100 directories below $1. Sets TOTAL and SUM and defines check DIR.
+make_tree() {
+    mkdir -p "$1"
+    python3 - "$1" "$N" <<'PY'
 import os, random, sys
 root, n = sys.argv[1], int(sys.argv[2])
 r = random.Random(1)
@@ -165,16 +171,21 @@ for i in range(n):
     with open(os.path.join(d, f"f{i:05d}"), "wb") as f:
         f.write(r.randbytes(r.randint(1024, 65536)))
 PY
-    local TOTAL SUM
-    TOTAL=$(find "$SRC" -type f -printf '%s\n' | awk '{s+=$1} END {print s}')
-    SUM=$(cd "$SRC" && find . -type f -print0 | sort -z | xargs -0 cat | md5sum | cut -d' ' -f1)
+    TOTAL=$(find "$1" -type f -printf '%s\n' | awk '{s+=$1} END {print s}')
+    SUM=$(cd "$1" && find . -type f -print0 | sort -z | xargs -0 cat | md5sum | cut -d' ' -f1)
     echo "   $N files, $TOTAL bytes" >&2
-    check() { # DIR -> ok | BAD
-        local c s
-        c=$(find "$1" -type f | wc -l)
-        s=$(cd "$1" && find . -type f -print0 | sort -z | xargs -0 cat | md5sum | cut -d' ' -f1)
-        if [ "$c" = "$N" ] && [ "$s" = "$SUM" ]; then echo ok; else echo "BAD($c)"; fi
-    }
+}
+check() { # DIR -> ok | BAD
+    local c s
+    c=$(find "$1" -type f | wc -l)
+    s=$(cd "$1" && find . -type f -print0 | sort -z | xargs -0 cat | md5sum | cut -d' ' -f1)
+    if [ "$c" = "$N" ] && [ "$s" = "$SUM" ]; then echo ok; else echo "BAD($c)"; fi
+}
+
+many() {
+    echo "== many: $N files of 1-64 KiB, $REPS runs each" >&2
+    local SRC=$W/src/tree TOTAL SUM
+    make_tree "$SRC"
     # scp: a throw-away sshd and key.
     local SSHP="" SSHD_OK=no
     if [ -x /usr/sbin/sshd ] && command -v scp >/dev/null; then
@@ -262,6 +273,57 @@ PY
     done
     mark_load "many, end"
     rm -rf "$W/src" "$W/d" "$W/rsync"
+}
+
+# ---------------------------------------------------------------- pull
+# The same tree fetched the other way: `netblt get` from a `netblt recv
+# --serve` (decision M15), then again with nothing changed (M17: only the
+# list of what is here travels), against `rsync -a` from an rsync daemon's
+# read-only module, first into an empty directory and then again.
+pull() {
+    echo "== pull: $N files of 1-64 KiB fetched, then fetched again, $REPS runs each" >&2
+    local SRC=$W/src/tree TOTAL SUM
+    make_tree "$SRC"
+    local SP SADDR RSP=""
+    SP=$(uport)
+    SADDR=127.0.0.1:$SP
+    "$BIN" recv --serve --dir "$W/src" --listen "$SADDR" --accept-any >/dev/null 2>"$W/serve.err" &
+    PIDS+=($!)
+    for _ in $(seq 100); do
+        ss -Hlun "sport = :$SP" 2>/dev/null | grep -q . && break
+        sleep 0.02
+    done
+    if command -v rsync >/dev/null; then
+        RSP=$(tport)
+        printf 'use chroot = no\nuid = root\ngid = root\n[src]\npath = %s/src\nread only = yes\n' "$W" >"$W/rsyncd-pull.conf"
+        rsync --daemon --no-detach --config="$W/rsyncd-pull.conf" --port="$RSP" --address=127.0.0.1 &
+        PIDS+=($!)
+        sleep 0.5
+    fi
+    mark_load "pull, start"
+    local D T0 T1 again
+    for rep in $(seq "$REPS"); do
+        D=$W/pd; rm -rf "$D"; mkdir -p "$D"
+        for again in "" " again (no change)"; do
+            T0=$(now)
+            "$BIN" get "$SADDR" tree -o "$D" --json >"$W/get.json" 2>"$W/get.err" || true
+            T1=$(now)
+            row pull "netblt get$again" "$rep" "$(echo "$T1 - $T0" | bc -l)" \
+                nan "$(jf "$W/get.json" "d['cpu_user_s']+d['cpu_sys_s']" 2>/dev/null || echo nan)" \
+                "$(jf "$W/get.json" "d['bytes']" 2>/dev/null || echo 0)" "$(check "$D/tree")" "$(diag "$W/get.json")"
+        done
+        if [ -n "$RSP" ]; then
+            D=$W/pd; rm -rf "$D"; mkdir -p "$D"
+            for again in "" " again (no change)"; do
+                T0=$(now); rsync -a rsync://127.0.0.1:"$RSP"/src/tree "$D/"; T1=$(now)
+                row pull "rsync daemon pull$again" "$rep" "$(echo "$T1 - $T0" | bc -l)" nan nan \
+                    "$TOTAL" "$(check "$D/tree")" "-"
+            done
+        fi
+        echo "   run $rep done" >&2
+    done
+    mark_load "pull, end"
+    rm -rf "$W/src" "$W/pd"
 }
 
 # ---------------------------------------------------------------- resume
@@ -414,6 +476,18 @@ for sec, methods in summary.items():
             v["ratio_to_fastest_other"] = v["wall_s"] / base if base else math.nan
             print(f"| {m} | {fmt(v['wall_s'])} | {fmt(v['files_per_s'], 0)} | {fmt(v['ratio_to_fastest_other'])} | "
                   f"{'yes' if v['ok'] else 'NO'} | {', '.join(fmt(x) for x in v['runs'])} |")
+    elif sec == "pull":
+        print(f"### pull: {n} files of 1-64 KiB fetched, then again with no change (medians of {reps})\n")
+        print("| method | wall (s) | files/s | x rsync's same step | bytes moved | copies ok | runs (s) |")
+        print("|---|---|---|---|---|---|---|")
+        for m, v in meds.items():
+            twin = "rsync daemon pull" + (" again (no change)" if m.endswith("(no change)") else "")
+            b = meds.get(twin)
+            v["files_per_s"] = int(n) / v["wall_s"] if v["wall_s"] else math.nan
+            v["ratio_to_rsync"] = v["wall_s"] / b["wall_s"] if b and b["wall_s"] else math.nan
+            moved = fmt(v["bytes"] / 1e6, 2) + " MB" if m.startswith("netblt") else "-"
+            print(f"| {m} | {fmt(v['wall_s'])} | {fmt(v['files_per_s'], 0)} | {fmt(v['ratio_to_rsync'])} | "
+                  f"{moved} | {'yes' if v['ok'] else 'NO'} | {', '.join(fmt(x) for x in v['runs'])} |")
     elif sec == "resume":
         print("### resume: sender killed at 60 %, then --resume\n")
         print("| run | killed at (% of file) | resumed run sent (% of file) | resumed run wall (s) | copy ok |")
