@@ -271,6 +271,52 @@ fn sending_a_directory_again_leaves_what_is_there() {
     assert!(temp_files(dst.path()).is_empty());
 }
 
+/// M18: a file given other bytes of the same length and its old time back
+/// is left out by the quick check (rsync's weakness: the receiver keeps its
+/// old bytes), and sent with `--checksum`, which still leaves out the files
+/// with the same contents; `--checksum` with `--ignore-times` is refused.
+#[test]
+fn checksum_sends_a_file_changed_behind_its_time_and_only_it() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let t = src.path().join("t");
+    for (i, n) in ["a", "b", "sub/c"].into_iter().enumerate() {
+        write(&t.join(n), &data(5000, i as u64));
+    }
+    // The receiver replaces what differs (M13 refuses it otherwise).
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--force"]);
+    // (exit code, files sent, files left out), from the sender's report.
+    let send = |extra: &[&str]| {
+        let mut args = vec!["send", t.to_str().unwrap(), &r.addr, "--json"];
+        args.extend_from_slice(extra);
+        let (code, o, e) = run(&args, T);
+        let v: serde_json::Value = serde_json::from_str(o.trim()).expect(&e);
+        let n = |k: &str| v["files"][k].as_u64().unwrap_or(u64::MAX);
+        (code, n("files"), n("unchanged"))
+    };
+    assert_eq!(send(&[]), (Some(0), 3, 0));
+    // New bytes of the same length, and the old modification time back.
+    rewrite_behind_its_time(&t.join("b"), &data(5000, 77));
+    let there = dst.path().join("t/b");
+    // The quick check sees the same size and time: b stays as it was.
+    assert_eq!(send(&[]), (Some(0), 0, 3));
+    assert_eq!(std::fs::read(&there).unwrap(), data(5000, 1));
+    // By contents: b travels, alone.
+    assert_eq!(send(&["--checksum"]), (Some(0), 1, 2));
+    assert_eq!(std::fs::read(&there).unwrap(), data(5000, 77));
+    // Now the same everywhere: nothing travels, by contents either.
+    assert_eq!(send(&["-c"]), (Some(0), 0, 3));
+    let (code, _, e) = run(
+        &["send", t.to_str().unwrap(), &r.addr, "-c", "--ignore-times"],
+        T,
+    );
+    assert_eq!(code, Some(2), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(e.contains("--checksum and --ignore-times"), "{e}");
+    r.stop();
+    assert!(temp_files(dst.path()).is_empty());
+}
+
 fn root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }

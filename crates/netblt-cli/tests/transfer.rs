@@ -444,6 +444,28 @@ fn get_a_directory_again_is_unchanged_and_a_changed_file_needs_force() {
     assert!(temp_files(out.path()).is_empty());
 }
 
+/// `get ADDR tree --json` run in `dir` with `extra`: the exit code, (files
+/// sent, unchanged, their bytes, bytes of the stream), standard error.
+fn fetch_tree(
+    dir: &Path,
+    addr: &str,
+    extra: &[&str],
+) -> (Option<i32>, (u64, u64, u64, u64), String) {
+    let mut args = vec!["get", addr, "tree", "--json"];
+    args.extend_from_slice(extra);
+    let (code, o, e) = run_in(dir, &args);
+    let v: serde_json::Value = serde_json::from_str(o.trim()).expect(&e);
+    let f = &v["files"];
+    let n = |x: &serde_json::Value| x.as_u64().unwrap_or(u64::MAX);
+    let counts = (
+        n(&f["files"]),
+        n(&f["unchanged"]),
+        n(&f["unchanged_bytes"]),
+        n(&v["bytes"]),
+    );
+    (code, counts, e)
+}
+
 /// M17: a tree fetched again moves only what changed: the client first
 /// tells the server which files it has (name, size, time), and the server
 /// leaves them out; `--ignore-times` sends everything again.
@@ -453,23 +475,7 @@ fn get_a_directory_again_sends_only_what_changed() {
     let served = served_tree(base.path());
     let r = Recv::start(&["--dir", served.to_str().unwrap(), "--serve"]);
     let out = tempfile::tempdir().unwrap();
-    // (files sent, unchanged, their bytes, bytes of the stream), and the
-    // exit code.
-    let fetch = |extra: &[&str]| {
-        let mut args = vec!["get", r.addr.as_str(), "tree", "--json"];
-        args.extend_from_slice(extra);
-        let (code, o, e) = run_in(out.path(), &args);
-        let v: serde_json::Value = serde_json::from_str(o.trim()).expect(&e);
-        let f = &v["files"];
-        let n = |x: &serde_json::Value| x.as_u64().unwrap_or(u64::MAX);
-        let counts = (
-            n(&f["files"]),
-            n(&f["unchanged"]),
-            n(&f["unchanged_bytes"]),
-            n(&v["bytes"]),
-        );
-        (code, counts, e)
-    };
+    let fetch = |extra: &[&str]| fetch_tree(out.path(), &r.addr, extra);
     let all_bytes = 5 + 1_500_000 + 70_000;
     let (code, (files, unchanged, _, first), e) = fetch(&[]);
     assert_eq!((code, files, unchanged), (Some(0), 4, 0), "{e}");
@@ -517,6 +523,56 @@ fn get_a_directory_again_sends_only_what_changed() {
             && !e.contains("cannot keep the list"),
         "{e}"
     );
+}
+
+/// M18: a file changed at the server behind its old size and time is not
+/// fetched again by the quick check (the copy here keeps its old bytes, as
+/// with rsync), and is with `--checksum`, which leaves out the files with
+/// the same contents; `--checksum` with `--ignore-times` is refused.
+#[test]
+fn get_a_directory_again_with_checksum_compares_contents() {
+    let base = tempfile::tempdir().unwrap();
+    let served = served_tree(base.path());
+    let r = Recv::start(&["--dir", served.to_str().unwrap(), "--serve"]);
+    let out = tempfile::tempdir().unwrap();
+    let fetch = |extra: &[&str]| fetch_tree(out.path(), &r.addr, extra);
+    let (code, (files, _, _, _), e) = fetch(&[]);
+    assert_eq!((code, files), (Some(0), 4), "{e}");
+    // New bytes of the same length at the server, and the old time back.
+    rewrite_behind_its_time(&served.join("tree/sub/deep/c"), &data(70_000, 99));
+    let copy = out.path().join("tree/sub/deep/c");
+    // The quick check sees the same size and time: nothing comes, and the
+    // copy here keeps its old bytes.
+    let (code, (files, unchanged, _, bytes), e) = fetch(&[]);
+    assert_eq!((code, files, unchanged), (Some(0), 0, 4), "{e}");
+    assert!(bytes < 20_000, "{bytes}");
+    assert_eq!(std::fs::read(&copy).unwrap(), data(70_000, 2));
+    // By contents: it comes alone, refused over the copy without --force
+    // (M13), then replacing it.
+    let (code, (files, unchanged, _, bytes), e) = fetch(&["--checksum"]);
+    assert_eq!((code, files, unchanged), (Some(1), 0, 3), "{e}");
+    assert!(
+        e.contains("tree/sub/deep/c: file exists and differs"),
+        "{e}"
+    );
+    assert!(bytes > 70_000 && bytes < 90_000, "{bytes}");
+    let (code, (files, unchanged, _, bytes), e) = fetch(&["--checksum", "--force"]);
+    assert_eq!((code, files, unchanged), (Some(0), 1, 3), "{e}");
+    assert!(bytes > 70_000 && bytes < 90_000, "{bytes}");
+    assert_eq!(std::fs::read(&copy).unwrap(), data(70_000, 99));
+    // The same everywhere now: nothing comes, by contents either.
+    let (code, (files, unchanged, _, bytes), e) = fetch(&["-c"]);
+    assert_eq!((code, files, unchanged), (Some(0), 0, 4), "{e}");
+    assert!(bytes < 20_000, "{bytes}");
+    assert!(listing(&served.join("tree")) == listing(&out.path().join("tree")));
+    let (code, _, e) = run_in(
+        out.path(),
+        &["get", &r.addr, "tree", "-c", "--ignore-times"],
+    );
+    assert_eq!(code, Some(2), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(e.contains("--checksum and --ignore-times"), "{e}");
+    assert!(temp_files(out.path()).is_empty());
 }
 
 #[test]

@@ -23,7 +23,7 @@ use crate::app::meta::{
 use crate::app::names::{sanitize, walk};
 use crate::app::params::config;
 use crate::app::partial::PartFile;
-use crate::app::same::{digests_below, item_digest, DIGEST, MAX_REPLY};
+use crate::app::same::{digests_below, item_digest, Quick, DIGEST, MAX_REPLY};
 use crate::app::sink::Target;
 use crate::app::source::{Input, Pattern};
 use crate::app::transfer::{MakeTarget, Plan, Transfer};
@@ -325,7 +325,9 @@ pub fn send_stream(
 /// they count in [`FilesReport::unchanged`]. A server older than that, or
 /// one that cannot keep the list, sends everything, as before; so does
 /// [`SendOptions::ignore_times`], and a one-time code (good for one
-/// connection).
+/// connection). With [`SendOptions::checksum`] the digests are of each
+/// file's contents instead of its time (decision M18; every file read at
+/// both ends).
 pub fn get(
     addr: SocketAddr,
     name: &str,
@@ -408,6 +410,11 @@ fn one_time_code(opts: &SendOptions) -> bool {
     matches!(&opts.security, crate::Security::Encrypted(e) if e.code.is_some())
 }
 
+/// What a check before a transfer compares (M18).
+fn quick(opts: &SendOptions) -> Quick {
+    Quick::from_content(opts.checksum)
+}
+
 /// The options of a check before a transfer: no progress of its own.
 fn quiet(opts: &SendOptions) -> SendOptions {
     let mut quiet = opts.clone();
@@ -442,14 +449,15 @@ fn tell_what_is_here(
     if getrandom::fill(&mut key).is_err() || getrandom::fill(&mut token).is_err() {
         return Ok(None);
     }
+    let quick = quick(opts);
     let mut digests = Vec::new();
-    digests_below(out, top.as_bytes(), &key, &mut digests);
+    digests_below(out, top.as_bytes(), &key, quick, &mut digests);
     if digests.is_empty() {
         return Ok(None);
     }
     let size = digests.len() as u64;
     let input = Input::Read(Box::new(std::io::Cursor::new(digests)));
-    let req = Request::Have { token, key };
+    let req = Request::Have { token, key, quick };
     let name = "(list of what is here)";
     match put(input, Some(size), false, name, req, addr, &quiet(opts)) {
         Ok(_) => Ok(Some(token)),
@@ -672,6 +680,10 @@ fn read(
 /// READ transfer before the bundle's own: the receiver answers with a
 /// keyed digest per file it holds below the bundle's top-level names
 /// (decision M14), so it tells nothing of files this end does not name.
+/// With [`SendOptions::checksum`] the same contents count instead of the
+/// same time (rsync's `--checksum`, decision M18): both ends read every
+/// file first; a receiver older than that answers with times, which match
+/// no contents, and the bundle goes whole.
 ///
 /// A receiver that cannot answer (older than this, or one that stores no
 /// files) leaves the bundle whole; so does a bundle of more than 64
@@ -698,7 +710,8 @@ pub fn skip_same(bundle: &Bundle, addr: SocketAddr, opts: &SendOptions) -> Resul
     let got = Arc::new(Mutex::new(Vec::new()));
     let sink = SharedBytes(Arc::clone(&got));
     let make: MakeTarget = Box::new(move |_: &Response| Ok(Target::Writer(Box::new(sink))));
-    let req = Request::Same { names, key };
+    let quick = quick(opts);
+    let req = Request::Same { names, key, quick };
     match read(addr, "(check of what is there)", req, make, &quiet(opts)) {
         Ok(_) => {}
         Err(e) if declined(&e, &["unknown operation 'same'", NOTHING_TO_COMPARE]) => {
@@ -714,7 +727,7 @@ pub fn skip_same(bundle: &Bundle, addr: SocketAddr, opts: &SendOptions) -> Resul
                 .collect()
         })
         .unwrap_or_default();
-    Ok(bundle.without(|i| item_digest(&key, i).is_some_and(|d| have.contains(&d))))
+    Ok(bundle.without(|i| item_digest(&key, quick, i).is_some_and(|d| have.contains(&d))))
 }
 
 /// Bytes written into a shared vector (the `same` reply), up to

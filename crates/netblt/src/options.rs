@@ -191,6 +191,16 @@ pub struct SendOptions {
     /// what the receiver has only when asked, with
     /// [`skip_same`](crate::skip_same).) Default: off.
     pub ignore_times: bool,
+    /// The check of what the other end has ([`skip_same`](crate::skip_same)
+    /// before a bundle, M14; [`get`](crate::get) of a directory fetched
+    /// again, M17) compares each file's contents (a BLAKE3 hash) instead of
+    /// its modification time, as `rsync --checksum` does (decision M18): a
+    /// file changed without changing its size and time then travels too.
+    /// It costs reading every file at both ends before the transfer. A
+    /// peer older than M18 answers with times, which match no contents:
+    /// everything travels. Nothing to do without a check
+    /// ([`ignore_times`](SendOptions::ignore_times)). Default: off.
+    pub checksum: bool,
 }
 
 impl Default for SendOptions {
@@ -223,6 +233,7 @@ impl Default for SendOptions {
             verify: false,
             auto_size: AutoSize::default(),
             ignore_times: false,
+            checksum: false,
         }
     }
 }
@@ -243,6 +254,7 @@ impl std::fmt::Debug for SendOptions {
             .field("rate_control", &self.rate_control)
             .field("auto_size", &self.auto_size)
             .field("ignore_times", &self.ignore_times)
+            .field("checksum", &self.checksum)
             .finish()
     }
 }

@@ -372,15 +372,16 @@ impl Policy {
                     Response::default(),
                 ))
             }
-            // M14: what is already here, for a bundle to leave out.
-            (Mode::Read, Request::Same { names, key }) => {
+            // M14: what is already here, for a bundle to leave out (M18:
+            // with contents hashed by the reader thread, on its first read).
+            (Mode::Read, Request::Same { names, key, quick }) => {
                 let Data::Dir(dir) = &self.data else {
                     return Err(NOTHING_TO_COMPARE.into());
                 };
                 // Its name is never shown: the check is not reported.
                 Ok(Planned::new(
                     Plan::Send {
-                        reader: Input::Stream(Box::new(Listing::new(dir, names, key))),
+                        reader: Input::Stream(Box::new(Listing::new(dir, names, key, quick))),
                         size: None,
                         resume: false,
                     },
@@ -389,9 +390,9 @@ impl Policy {
                 ))
             }
             // M17: what a `get` client has, for the `get` that follows.
-            (Mode::Write, Request::Have { token, key }) => {
+            (Mode::Write, Request::Have { token, key, quick }) => {
                 self.serving().map_err(|why| format!("{NOT_KEPT}: {why}"))?;
-                let upload = self.have.upload(token, key, inc.remote.ip());
+                let upload = self.have.upload(token, key, quick, inc.remote.ip());
                 Ok(Planned::new(
                     Plan::Receive {
                         size: None,
@@ -647,6 +648,7 @@ mod tests {
     fn a_get_leaves_out_the_clients_files_and_an_unknown_list_leaves_out_nothing() {
         use crate::app::bundle::walk::mtime_of;
         use crate::app::have::{Listed, LIST_LOST, TOKEN};
+        use crate::app::same::Quick;
         let t = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(t.path().join("tree/sub")).unwrap();
         std::fs::write(t.path().join("tree/a"), b"alpha").unwrap();
@@ -654,9 +656,11 @@ mod tests {
         let store = HaveStore::default();
         let key = [5u8; 32];
         let m = std::fs::symlink_metadata(t.path().join("tree/a")).unwrap();
-        let d = crate::app::same::digest(&key, b"tree/a", m.len(), mtime_of(&m));
+        let a = t.path().join("tree/a");
+        let d = crate::app::same::digest(&key, Quick::Times, b"tree/a", m.len(), mtime_of(&m), &a)
+            .unwrap();
         let ip = std::net::IpAddr::from([127, 0, 0, 1]);
-        let mut u = store.upload([1; TOKEN], key, ip);
+        let mut u = store.upload([1; TOKEN], key, Quick::Times, ip);
         u.push(&d).unwrap();
         u.commit();
         let now = std::time::Instant::now();

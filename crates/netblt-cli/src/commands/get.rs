@@ -58,6 +58,15 @@ pub struct GetArgs {
     /// as they arrive, and the same ones left as they are.
     #[arg(long)]
     pub ignore_times: bool,
+    /// Fetching a directory again, leave out the files here with the same
+    /// name, size and CONTENTS (a BLAKE3 hash of each file), not the same
+    /// modification time: a file changed at either end without changing
+    /// its size and time then comes too (rsync's --checksum). It costs
+    /// reading every file at both ends before the transfer. A server older
+    /// than this compares times, which match no contents: everything is
+    /// sent. Not with --ignore-times.
+    #[arg(short = 'c', long)]
+    pub checksum: bool,
     #[command(flatten)]
     pub params: ParamFlags,
     #[command(flatten)]
@@ -66,6 +75,9 @@ pub struct GetArgs {
 
 pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     default_sigpipe();
+    if a.checksum && a.ignore_times {
+        return Err(CliError::usage(super::send::CHECKSUM_AND_IGNORE_TIMES).into());
+    }
     let remote = Remote::resolve(&a.host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
     if a.output.as_deref() == Some(std::path::Path::new("-")) {
@@ -97,6 +109,7 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     opts.overwrite = a.force;
     opts.resume = a.resume;
     opts.ignore_times = a.ignore_times;
+    opts.checksum = a.checksum;
     let bar = a.common.live();
     bar.attach(&mut opts);
     let result = remote.run(|r| netblt::get(r, &a.name, &dest, &opts));

@@ -57,6 +57,15 @@ pub struct SendArgs {
     /// for byte as they arrive and leaves the same ones as they are.
     #[arg(long)]
     pub ignore_times: bool,
+    /// Leave out the files the receiver has with the same name, size and
+    /// CONTENTS (a BLAKE3 hash of each file), not the same modification
+    /// time: a file changed without changing its size and time is then
+    /// sent too (rsync's --checksum). It costs reading every file at both
+    /// ends before the transfer. A receiver older than this answers with
+    /// times, which match no contents: everything is sent. Not with
+    /// --ignore-times.
+    #[arg(short = 'c', long)]
+    pub checksum: bool,
     /// Connections at once. A bundle is dealt into N bundles of about equal
     /// bytes, sent at the same time (then one more with the directories'
     /// modes and times); with --per-file, N files are in flight, one
@@ -70,8 +79,16 @@ pub struct SendArgs {
     pub common: CommonFlags,
 }
 
+/// `--checksum` with `--ignore-times`: the check compared by contents,
+/// and no check (M18). Shared with `get`.
+pub const CHECKSUM_AND_IGNORE_TIMES: &str =
+    "--checksum and --ignore-times cannot be used together: --checksum changes the check that --ignore-times skips";
+
 pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     default_sigpipe();
+    if a.checksum && a.ignore_times {
+        return Err(CliError::usage(CHECKSUM_AND_IGNORE_TIMES).into());
+    }
     let Some((host, paths)) = a.args.split_last() else {
         return Err(CliError::usage("give files and a HOST[:PORT]").into());
     };
@@ -80,6 +97,7 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     let mut opts = a.common.send_options(params);
     opts.auto_size = a.params.auto_size();
     opts.resume = a.resume;
+    opts.checksum = a.checksum;
     opts.rate_control = a.common.rate_control()?;
     let bar = a.common.live();
     bar.attach(&mut opts);

@@ -4,7 +4,9 @@
 //! ([`super::same::digests_below`], M14's digest), under a token it draws;
 //! the server keeps them here a minute, and the `get` that names the token
 //! (`"skip"`) is sent without those files (rsync's quick check, the other
-//! way round).
+//! way round). With `--checksum` (decision M18) the digests are of (name,
+//! size, contents) and the request says `"content":true`: the server then
+//! hashes its files' contents on the walk's thread to compare.
 //!
 //! The lists are network input: the store is bounded in bytes (lists kept
 //! and uploads under way together) and in lists, the oldest list going
@@ -17,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::bundle::walk::Item;
-use super::same::{item_digest, DIGEST, MAX_REPLY};
+use super::same::{item_digest, Quick, DIGEST, MAX_REPLY};
 use super::{AppError, Kind};
 
 /// Bytes of a token.
@@ -46,6 +48,8 @@ pub(crate) const LIST_LOST: &str = "the server no longer had the list of the fil
 struct List {
     token: Token,
     key: [u8; 32],
+    /// What the client's digests cover (M18).
+    quick: Quick,
     peer: IpAddr,
     /// Sorted: looked up by binary search, 16 bytes a file and no more.
     digests: Vec<[u8; DIGEST]>,
@@ -117,6 +121,7 @@ impl Lists {
         let l = self.remove(i)?;
         Some(Skip {
             key: l.key,
+            quick: l.quick,
             digests: l.digests,
         })
     }
@@ -132,12 +137,14 @@ impl HaveStore {
         self.0.lock().ok().map(|mut l| f(&mut l))
     }
 
-    /// An upload of a list under `token` from `peer`.
-    pub(crate) fn upload(&self, token: Token, key: [u8; 32], peer: IpAddr) -> Upload {
+    /// An upload of a list under `token` from `peer`, of digests keyed
+    /// with `key` that cover what `quick` says.
+    pub(crate) fn upload(&self, token: Token, key: [u8; 32], quick: Quick, peer: IpAddr) -> Upload {
         Upload {
             store: self.clone(),
             token,
             key,
+            quick,
             peer,
             digests: Vec::new(),
             partial: Vec::with_capacity(DIGEST),
@@ -174,6 +181,7 @@ pub(crate) struct Upload {
     store: HaveStore,
     token: Token,
     key: [u8; 32],
+    quick: Quick,
     peer: IpAddr,
     digests: Vec<[u8; DIGEST]>,
     /// A digest's first bytes, split across buffers.
@@ -217,6 +225,7 @@ impl Upload {
         let list = List {
             token: self.token,
             key: self.key,
+            quick: self.quick,
             peer: self.peer,
             digests,
             expires: now + LIFETIME,
@@ -259,14 +268,17 @@ impl Listed {
 /// client's list.
 pub(crate) struct Skip {
     key: [u8; 32],
+    quick: Quick,
     digests: Vec<[u8; DIGEST]>,
 }
 
 impl Skip {
     /// Whether the client has `i` (a regular file with that name, size and
-    /// modification time).
+    /// modification time, or contents with [`Quick::Content`]: then the
+    /// file is read, so this runs on the walk's thread, never on the loop).
     pub(crate) fn has(&self, i: &Item) -> bool {
-        item_digest(&self.key, i).is_some_and(|d| self.digests.binary_search(&d).is_ok())
+        item_digest(&self.key, self.quick, i)
+            .is_some_and(|d| self.digests.binary_search(&d).is_ok())
     }
 }
 
@@ -293,7 +305,7 @@ mod tests {
     /// An upload of `digests`, pushed in pieces that split digests, kept
     /// at `now`.
     fn upload(s: &HaveStore, token: u8, digests: &[[u8; DIGEST]], now: Instant) {
-        let mut u = s.upload([token; TOKEN], [token; 32], HERE);
+        let mut u = s.upload([token; TOKEN], [token; 32], Quick::Times, HERE);
         let bytes: Vec<u8> = digests.concat();
         for piece in bytes.chunks(7) {
             u.push(piece).unwrap();
@@ -311,7 +323,7 @@ mod tests {
         let now = Instant::now();
         let key = [1u8; 32];
         let a = file("tree/a", 3);
-        let d = digest(&key, b"tree/a", 3, a.mtime);
+        let d = digest(&key, Quick::Times, b"tree/a", 3, a.mtime, &a.path).unwrap();
         upload(&s, 1, &[d, [0; DIGEST]], now);
         assert_eq!(lists(&s), (1, 2 * DIGEST, 0));
         // Another address does not get it, nor use it up.
@@ -341,18 +353,53 @@ mod tests {
         assert!(s.take(&[0; TOKEN], HERE, now).is_none());
         assert!(s.take(&[1; TOKEN], HERE, now).is_some());
         // A long upload drops the oldest lists to make room.
-        let mut u = s.upload([200; TOKEN], [0; 32], HERE);
+        let mut u = s.upload([200; TOKEN], [0; 32], Quick::Times, HERE);
         u.push(&vec![5u8; MAX_BYTES - DIGEST]).unwrap();
         let (n, stored, reserved) = lists(&s);
         assert_eq!((n, stored + reserved), (1, MAX_BYTES));
         // A second upload finds no room while the first holds it: refused,
         // not grown.
-        let mut v = s.upload([201; TOKEN], [0; 32], HERE);
+        let mut v = s.upload([201; TOKEN], [0; 32], Quick::Times, HERE);
         v.push(&[1; DIGEST]).unwrap();
         let e = v.push(&[1; 1]).unwrap_err();
         assert_eq!(e.peer_reason, NOT_KEPT);
         // Uploads that end without a commit give their room back.
         drop((u, v));
         assert_eq!(lists(&s), (0, 0, 0));
+    }
+
+    /// M18: a list of content digests is compared by contents: the file
+    /// here with other bytes of the same size and time is not the client's,
+    /// the one with the client's bytes and another time is.
+    #[test]
+    fn a_content_list_compares_contents_not_times() {
+        let t = tempfile::tempdir().unwrap();
+        let key = [4u8; 32];
+        let at = |name: &str, bytes: &[u8], secs| {
+            let path = t.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            Item {
+                path,
+                mtime: Mtime { secs, nanos: 0 },
+                ..file(&format!("tree/{name}"), bytes.len() as u64)
+            }
+        };
+        // The client's file: "abc", at 7 s.
+        let theirs = at("a", b"abc", 7);
+        let d = digest(
+            &key,
+            Quick::Content,
+            b"tree/a",
+            3,
+            theirs.mtime,
+            &theirs.path,
+        );
+        let s = HaveStore::default();
+        let mut u = s.upload([1; TOKEN], key, Quick::Content, HERE);
+        u.push(&d.unwrap()).unwrap();
+        u.commit();
+        let skip = s.take(&[1; TOKEN], HERE, Instant::now()).unwrap();
+        assert!(skip.has(&at("a", b"abc", 99)));
+        assert!(!skip.has(&at("a", b"xyz", 7)));
     }
 }

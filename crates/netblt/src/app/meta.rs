@@ -22,7 +22,11 @@
 //!   files below the destination, named as the server's bundle names them
 //!   ([`crate::app::have`]); the server keeps them a minute under the
 //!   token for the `get` that follows (decision M17). A server older than
-//!   that refuses the operation.
+//!   that refuses the operation. `"content":true` (`--checksum`, decision
+//!   M18): the digests are of (name, size, BLAKE3 of the contents), and
+//!   the server compares its files' contents; a server older than that
+//!   ignores the field and compares times, which match no content digest:
+//!   it sends everything.
 //! * OPEN, WRITE, benchmark: `{"v":1,"op":"sink","size":N}`; in an
 //!   encrypted session `"digest":false` may follow: the transfer then
 //!   carries exactly `size` bytes, no digest (decision K16)
@@ -35,6 +39,10 @@
 //!   mtime) for every regular file it holds at or below those names
 //!   ([`crate::app::same`]), so that a bundle can leave out the files it
 //!   has (decision M14). A receiver older than that refuses the operation.
+//!   `"content":true` (`--checksum`, decision M18): digests of (name, size,
+//!   BLAKE3 of the contents) instead; a receiver older than that ignores
+//!   the field and answers with times, which match no content digest: the
+//!   bundle goes whole.
 //! * RESPONSE: `{"v":1}`; answering a `get`, the file's `size`, `mtime` and
 //!   `mode`, or for a directory `"bundle":true` (the data are its bundle, a
 //!   stream of unknown length) and, when the server's walk finished before
@@ -53,6 +61,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::have::{Token, TOKEN};
+use super::same::Quick;
 
 /// Metadata version.
 pub(crate) const VERSION: u32 = 1;
@@ -139,11 +148,21 @@ pub(crate) enum Request {
     /// (WRITE mode, a stream); `name` labels it in reports.
     Bundle { name: String },
     /// Send us the digests of the regular files at or below `names`
-    /// (READ mode), keyed with `key` ([`crate::app::same`]).
-    Same { names: Vec<String>, key: [u8; 32] },
+    /// (READ mode), keyed with `key`, of what `quick` says
+    /// ([`crate::app::same`]).
+    Same {
+        names: Vec<String>,
+        key: [u8; 32],
+        quick: Quick,
+    },
     /// Keep the digests that follow (WRITE mode, a `get` client's files,
-    /// keyed with `key`) under `token`, for the `get` that names it (M17).
-    Have { token: Token, key: [u8; 32] },
+    /// keyed with `key`, of what `quick` says) under `token`, for the
+    /// `get` that names it (M17).
+    Have {
+        token: Token,
+        key: [u8; 32],
+        quick: Quick,
+    },
 }
 
 /// At most this many names in one `same` request (the OPEN's client string
@@ -206,6 +225,8 @@ struct Wire {
     token: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     skip: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    content: bool,
 }
 
 /// A request's hex field of `N` bytes; the error (a REFUSED reason) names
@@ -262,15 +283,17 @@ impl Request {
                 w.op = Some("bundle".into());
                 w.name = Some(name.clone());
             }
-            Request::Same { names, key } => {
+            Request::Same { names, key, quick } => {
                 w.op = Some("same".into());
                 w.names = Some(names.clone());
                 w.key = Some(super::hex(key));
+                w.content = *quick == Quick::Content;
             }
-            Request::Have { token, key } => {
+            Request::Have { token, key, quick } => {
                 w.op = Some("have".into());
                 w.token = Some(super::hex(token));
                 w.key = Some(super::hex(key));
+                w.content = *quick == Quick::Content;
             }
         }
         to_bytes(&w)
@@ -324,11 +347,16 @@ impl Request {
                     .map(|n| name(Some(n)))
                     .collect::<Result<_, _>>()?;
                 let key = hex_field(w.key, "key")?;
-                Ok(Request::Same { names, key })
+                Ok(Request::Same {
+                    names,
+                    key,
+                    quick: Quick::from_content(w.content),
+                })
             }
             Some("have") => Ok(Request::Have {
                 token: hex_field(w.token, "token")?,
                 key: hex_field(w.key, "key")?,
+                quick: Quick::from_content(w.content),
             }),
             Some(other) => Err(format!("unknown operation '{other}'")),
             None => Err("request without an operation".into()),
@@ -380,6 +408,7 @@ mod tests {
             Request::Same {
                 names: vec!["photos".into(), "a b".into()],
                 key: [9; 32],
+                quick: Quick::Content,
             },
             Request::Put {
                 name: "a/b\u{0}c".into(),
@@ -415,6 +444,7 @@ mod tests {
             Request::Have {
                 token: [0xab; TOKEN],
                 key: [4; 32],
+                quick: Quick::Times,
             },
             Request::Sink {
                 size: 1 << 40,
@@ -509,6 +539,7 @@ mod tests {
         let have = Request::Have {
             token: [0x0f; TOKEN],
             key: [0xa0; 32],
+            quick: Quick::Times,
         };
         let text = format!(
             r#"{{"v":1,"op":"have","key":"{}","token":"{}"}}"#,
@@ -542,5 +573,47 @@ mod tests {
         ] {
             assert!(Request::decode(bad.as_bytes()).is_err(), "{bad}");
         }
+    }
+
+    /// M18: `--checksum` says `"content":true` in `same` and `have`; a
+    /// request without it (an older peer's, or without `--checksum`)
+    /// decodes to times, and times are encoded as before (no field).
+    #[test]
+    fn same_and_have_say_content_only_with_checksum() {
+        let key = "a0".repeat(32);
+        let token = "0f".repeat(TOKEN);
+        for (quick, tail) in [(Quick::Times, ""), (Quick::Content, r#","content":true"#)] {
+            let same = Request::Same {
+                names: vec!["t".into()],
+                key: [0xa0; 32],
+                quick,
+            };
+            let text = format!(r#"{{"v":1,"op":"same","names":["t"],"key":"{key}"{tail}}}"#);
+            assert_eq!(
+                std::str::from_utf8(&same.encode()).ok(),
+                Some(text.as_str())
+            );
+            assert_eq!(Request::decode(text.as_bytes()), Ok(same));
+            let have = Request::Have {
+                token: [0x0f; TOKEN],
+                key: [0xa0; 32],
+                quick,
+            };
+            let text = format!(r#"{{"v":1,"op":"have","key":"{key}","token":"{token}"{tail}}}"#);
+            assert_eq!(
+                std::str::from_utf8(&have.encode()).ok(),
+                Some(text.as_str())
+            );
+            assert_eq!(Request::decode(text.as_bytes()), Ok(have));
+        }
+        let explicit =
+            format!(r#"{{"v":1,"op":"same","names":["t"],"key":"{key}","content":false}}"#);
+        assert!(matches!(
+            Request::decode(explicit.as_bytes()),
+            Ok(Request::Same {
+                quick: Quick::Times,
+                ..
+            })
+        ));
     }
 }
