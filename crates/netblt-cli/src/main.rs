@@ -12,6 +12,7 @@ mod bulk;
 mod commands;
 mod exit;
 mod flags;
+mod leftovers;
 mod output;
 mod progress;
 mod rate_file;

@@ -282,3 +282,32 @@ fn a_directory_in_the_way_at_the_receiver_is_named_so() {
     );
     assert!(dst.path().join("x.bin").is_dir());
 }
+
+/// F13: what a killed process left of a bundle is named, by a receiver
+/// started in that directory and by a `get` landing beside it; nothing is
+/// removed (another process may own it).
+#[test]
+fn leftovers_of_a_killed_bundle_are_named_not_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let left = dir.path().join(".tree.90a8b28c.netblt-bundle");
+    std::fs::create_dir(&left).unwrap();
+    write(&left.join("f"), b"partial");
+    let r = Recv::start(&["--dir", dir.path().to_str().unwrap(), "--serve"]);
+    let e = r.stderr_line(T).unwrap_or_default();
+    r.stop();
+    assert!(
+        e.contains(".tree.90a8b28c.netblt-bundle: left by an interrupted bundle"),
+        "{e}"
+    );
+    let served = tempfile::tempdir().unwrap();
+    std::fs::create_dir(served.path().join("tree")).unwrap();
+    write(&served.path().join("tree/a"), b"a");
+    let r = Recv::start(&["--dir", served.path().to_str().unwrap(), "--serve"]);
+    let out = dir.path().join("tree");
+    let (code, _, e) = run(&["get", &r.addr, "tree", "-o", out.to_str().unwrap()], T);
+    r.stop();
+    assert_eq!(code, Some(0), "{e}");
+    assert!(e.contains("left by an interrupted bundle"), "{e}");
+    assert_eq!(std::fs::read(out.join("a")).unwrap(), b"a");
+    assert!(left.join("f").exists(), "removed");
+}

@@ -97,6 +97,9 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
         Some(p) => p.clone(),
         None => PathBuf::from(&base),
     };
+    // A tree fetched lands beside what a killed fetch left there (F13).
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+    crate::leftovers::warn(parent.unwrap_or(std::path::Path::new(".")));
     // The library decides what is in the way (a directory of the name is
     // one fetched again, or in the way of a file); it puts the name in
     // `dest` when `dest` is a directory.

@@ -184,6 +184,10 @@ pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
             }
         );
     }
+    if !a.sink && !a.stdout {
+        // After the "listening" line, which scripts wait for (F13).
+        crate::leftovers::warn(&a.dir);
+    }
     let summary = if a.sink {
         receiver.sink()
     } else if a.stdout {

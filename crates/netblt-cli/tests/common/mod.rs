@@ -91,6 +91,12 @@ impl Recv {
 
     /// Waits for the receiver to exit (it must have been started with
     /// --once) and returns its exit code and stdout.
+    /// The next line the receiver writes on stderr, if one comes within
+    /// `limit`.
+    pub fn stderr_line(&self, limit: Duration) -> Option<String> {
+        self.stderr_lines.recv_timeout(limit).ok()
+    }
+
     pub fn finish(mut self, limit: Duration) -> (Option<i32>, String, String) {
         let code = wait(&mut self.child, limit);
         let mut out = String::new();
