@@ -53,10 +53,12 @@ pub fn warn(dir: &Path) {
         1 => String::new(),
         n => format!(" and {} more", n - 1),
     };
+    // The full path: "." would name nothing a user can act on.
+    let shown = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     eprintln!(
         "netblt: {}: {first}{more}: left by an interrupted bundle (a process killed while \
          unpacking); remove them once no transfer into this directory is running",
-        dir.display()
+        shown.display()
     );
 }
 
