@@ -218,16 +218,24 @@ fn put(
         opts,
     )?;
     // The receiver has the whole file already (M13): nothing to send.
-    let done = report
+    if let (true, Some(size)) = (resume, size) {
+        already_there(&mut report, size);
+    }
+    report.into_result()
+}
+
+/// A resumed transfer the other end refused because it holds the whole
+/// file already (same size and time, M13 and F12): done, nothing sent.
+fn already_there(report: &mut TransferReport, size: u64) {
+    if report
         .error
         .as_ref()
-        .is_some_and(|e| e.to_string().contains(ALREADY_THERE));
-    if let (true, true, Some(size)) = (resume, done, size) {
+        .is_some_and(|e| declined(e, &[ALREADY_THERE]))
+    {
         report.error = None;
         report.bytes = size;
         report.resumed_from = Some(size);
     }
-    report.into_result()
 }
 
 /// The files [`send_dir`] sends for `paths` (files or directories), with
@@ -392,14 +400,8 @@ pub fn get(
             r.note.get_or_insert_with(|| NOT_RESUMED.into());
         }
         // The server has this very file (F12): nothing to fetch.
-        let done = r
-            .error
-            .as_ref()
-            .is_some_and(|e| e.to_string().contains(ALREADY_THERE));
-        if let (true, Some(h)) = (done, &complete) {
-            r.error = None;
-            r.bytes = h.size;
-            r.resumed_from = Some(h.size);
+        if let Some(h) = &complete {
+            already_there(r, h.size);
         }
     })
 }
@@ -687,7 +689,8 @@ fn read(
 ///
 /// A receiver that cannot answer (older than this, or one that stores no
 /// files) leaves the bundle whole; so does a bundle of more than 64
-/// top-level names. Other failures (the network, a refused key) are
+/// top-level names, and a one-time code (good for one connection, the
+/// bundle's). Other failures (the network, a refused key) are
 /// returned: the bundle itself would meet them too.
 pub fn skip_same(bundle: &Bundle, addr: SocketAddr, opts: &SendOptions) -> Result<Bundle, Error> {
     let mut names: Vec<String> = Vec::new();
@@ -704,7 +707,8 @@ pub fn skip_same(bundle: &Bundle, addr: SocketAddr, opts: &SendOptions) -> Resul
         }
     }
     let mut key = [0u8; 32];
-    if bundle.files() == 0 || getrandom::fill(&mut key).is_err() {
+    // A one-time code is good for one connection: the bundle's.
+    if bundle.files() == 0 || one_time_code(opts) || getrandom::fill(&mut key).is_err() {
         return Ok(bundle.clone());
     }
     let got = Arc::new(Mutex::new(Vec::new()));

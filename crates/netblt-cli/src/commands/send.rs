@@ -126,8 +126,7 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     let one_file = paths.len() == 1 && !paths[0].is_dir();
     if !(one_file || a.per_file || a.resume) {
         let mut bundle = netblt::Bundle::walk(&paths).map_err(CliError::from)?;
-        // Not with a one-time code: it is good for one connection.
-        if !a.ignore_times && !a.common.security.code {
+        if !a.ignore_times {
             // M14: what the receiver has already (same name, size and
             // modification time) is left out.
             bundle = remote
