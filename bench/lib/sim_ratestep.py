@@ -11,7 +11,9 @@ the queue (netblt-link's, in FIFO order): with 1 ms of it the simulator
 shows what the emulator shows at 300 ms (decision R45). Figures: "plateau" is
 the median 1 s delivered rate of the first phase's second half, "busy_s"
 the time after the step up from which a whole second carries at least 90 %
-of it, "third" the mean delivered rate of the 10 s after the step up; and,
+of it, "delivered_s" the time after the step up from which every 0.2 s
+window delivers at least 90 % of it for a second (as `ratestep.sh` now
+judges the step up from the emulator's 0.1 s bins, R67), "third" the mean delivered rate of the 10 s after the step up; and,
 as `ratestep.sh` judges the controller, "up_s" the time after the step up
 from which the controller's pacing rate (its round log,
 `RUST_LOG=netblt_proto::rate=debug`) stays at or above 90 % of the plateau
@@ -128,7 +130,13 @@ def row(path, log, rtt, jitter, seed):
         if mean(s[i:i + per_s]) >= 0.9 * plateau:
             busy = round(i * dt - 2 * PHASE, 2)
             break
+    # As bench/ratestep.sh judges the step up (R67): every 0.2 s window of
+    # delivery at 90 % of the plateau or more for a second, timed at the
+    # first window's end.
+    k = max(1, int(round(0.2 / dt)))
+    windows = [((i + 1) * dt, mean(s[i + 1 - k:i + 1])) for i in range(k - 1, len(s))]
     out.update({
+        "delivered_s": up_from(windows, 2 * PHASE, 0.9 * plateau),
         "plateau_mbps": round(plateau / 1e6, 2),
         "low_mbps": round(mean(window(PHASE, 2 * PHASE)) / 1e6, 2),
         "third_mbps": round(mean(window(2 * PHASE, 3 * PHASE)) / 1e6, 2),
@@ -156,18 +164,21 @@ def summary(rows_path, meta, out_path):
 
     table = []
     print("| build | RTT ms | jitter ms | runs | third phase Mb/s (median) | controller at 90 % after (s) "
-          "| path 90 % busy after (s) | down: controller within 10 % (s) | down: queue drained (s) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| path 90 % busy after (s) | path delivers 90 % after (s, 0.2 s windows) "
+          "| down: controller within 10 % (s) | down: queue drained (s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for (b, rtt, j), rs in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
         busy = ", ".join(fmt(r.get("busy_s")) for r in rs)
+        delivered = ", ".join(fmt(r.get("delivered_s")) for r in rs)
         up = ", ".join(fmt(r.get("up_s")) for r in rs)
         down = ", ".join(fmt(r.get("down_s")) for r in rs)
         drained = ", ".join(fmt(r.get("drained_s")) for r in rs)
-        print("| %s | %g | %g | %d | %s | %s | %s | %s | %s |" % (
-            b, rtt, j, len(rs), fmt(med(rs, "third_mbps")), up, busy, down, drained))
+        print("| %s | %g | %g | %d | %s | %s | %s | %s | %s | %s |" % (
+            b, rtt, j, len(rs), fmt(med(rs, "third_mbps")), up, busy, delivered, down, drained))
         table.append({"build": b, "rtt_ms": rtt, "jitter_ms": j, "runs": len(rs),
                       "third_mbps_median": med(rs, "third_mbps"), "up_s": [r.get("up_s") for r in rs],
-                      "busy_s": [r.get("busy_s") for r in rs], "down_s": [r.get("down_s") for r in rs],
+                      "busy_s": [r.get("busy_s") for r in rs],
+                      "delivered_s": [r.get("delivered_s") for r in rs], "down_s": [r.get("down_s") for r in rs],
                       "drained_s": [r.get("drained_s") for r in rs]})
     json.dump({"meta": json.loads(meta), "cells": table, "rows": rows}, open(out_path, "w"), indent=1)
 

@@ -203,8 +203,9 @@ impl CommonFlags {
     }
 
     /// The library's options for the active end, with the offer `params`.
-    /// Ctrl-C aborts the transfer.
-    pub fn send_options(&self, params: TransferParams) -> netblt::SendOptions {
+    /// Ctrl-C aborts the transfer. `recv_flags`: what the other end's
+    /// `netblt recv` needs (for the one-time code's hint).
+    pub fn send_options(&self, params: TransferParams, recv_flags: &str) -> netblt::SendOptions {
         let mut o = netblt::SendOptions::default();
         o.params = params;
         o.policy = self.policy.parse().unwrap_or(netblt::Policy::Fair);
@@ -215,7 +216,7 @@ impl CommonFlags {
         o.death_timer = std::time::Duration::from_secs(u64::from(self.death_timer));
         o.raw_ip = self.raw_ip;
         o.stop = Some(crate::progress::stop_flag());
-        o.security = self.security.security();
+        o.security = self.security.security(recv_flags);
         o
     }
 }

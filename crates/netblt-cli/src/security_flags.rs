@@ -36,8 +36,10 @@ impl SecurityFlags {
         }
     }
 
-    /// The library's setting; with --code, a new code printed on stderr.
-    pub fn security(&self) -> Security {
+    /// The library's setting; with --code, a new code printed on stderr
+    /// with the command to run at the other end (`recv_flags`: what that
+    /// `netblt recv` needs besides the code, e.g. `--serve` for a `get`).
+    pub fn security(&self, recv_flags: &str) -> Security {
         if self.insecure {
             return Security::Insecure;
         }
@@ -45,7 +47,7 @@ impl SecurityFlags {
         if self.code {
             let code = OneTimeCode::generate(&mut OsRandom).to_string();
             eprintln!("netblt: one-time code: {code}");
-            eprintln!("netblt: on the receiver, run: netblt recv --code {code}");
+            eprintln!("netblt: on the other end, run: netblt recv{recv_flags} --code {code}");
             e.code = Some(code);
         }
         Security::Encrypted(e)

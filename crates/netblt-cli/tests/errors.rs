@@ -311,3 +311,41 @@ fn leftovers_of_a_killed_bundle_are_named_not_removed() {
     assert_eq!(std::fs::read(out.join("a")).unwrap(), b"a");
     assert!(left.join("f").exists(), "removed");
 }
+
+/// F14: a transfer the receiver refuses before it begins is a line at the
+/// receiver too, and a `--once` receiver ends with it (exit 3); before, it
+/// said nothing and went on waiting.
+#[test]
+fn a_refused_transfer_is_a_line_at_the_receiver_and_ends_once() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let p = src.path().join("x.bin");
+    write(&p, b"payload");
+    write(&dst.path().join("x.bin"), b"other");
+    let r = Recv::start(&["--once", "--dir", dst.path().to_str().unwrap()]);
+    let (code, _, e) = run(&["send", p.to_str().unwrap(), &r.addr], T);
+    assert_eq!(code, Some(1), "{e}");
+    assert!(e.contains("file exists"), "{e}");
+    let (rcode, _, rerr) = r.finish(T);
+    assert_eq!(rcode, Some(3), "{rerr}");
+    assert!(rerr.contains("x.bin <- "), "{rerr}");
+    assert!(rerr.contains(": refused: file exists"), "{rerr}");
+    assert_eq!(std::fs::read(dst.path().join("x.bin")).unwrap(), b"other");
+}
+
+/// F14: `get -o DIR/` with no such directory fails before anything is
+/// fetched, and leaves nothing behind.
+#[test]
+fn get_into_a_missing_directory_fails_first() {
+    let served = tempfile::tempdir().unwrap();
+    write(&served.path().join("f.bin"), &data(100_000, 3));
+    let here = tempfile::tempdir().unwrap();
+    let r = Recv::start(&["--serve", "--dir", served.path().to_str().unwrap()]);
+    let out = format!("{}/newdir/", here.path().display());
+    let (code, _, e) = run(&["get", &r.addr, "f.bin", "-o", &out], T);
+    r.stop();
+    assert_eq!(code, Some(3), "{e}");
+    assert!(e.contains("newdir/: no such directory"), "{e}");
+    assert!(temp_files(here.path()).is_empty());
+    assert_eq!(std::fs::read_dir(here.path()).unwrap().count(), 0);
+}

@@ -102,5 +102,6 @@ pub use nat::NatStats;
 pub use signals::{cleanup_all, install_signal_cleanup, interrupted};
 pub use stats::{
     DirStats, EmuStats, LatenessHistogram, TxDropped, LATENESS_BOUNDS_NS, PER_SECOND_LIMIT,
+    TENTH_MS,
 };
 pub use tun::DEVICE;

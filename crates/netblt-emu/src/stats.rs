@@ -37,6 +37,9 @@ pub const LATENESS_BOUNDS_NS: [u64; 16] = [
 /// long-running emulation's counters stay small.
 pub const PER_SECOND_LIMIT: usize = 3600;
 
+/// Width of one bin of [`DirStats::per_tenth_bytes`] in milliseconds.
+pub const TENTH_MS: u64 = 100;
+
 /// Histogram of write lateness: actual write time minus scheduled delivery time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LatenessHistogram {
@@ -180,20 +183,48 @@ pub struct DirStats {
     /// covers `[i, i + 1)`), for the first [`PER_SECOND_LIMIT`] seconds: the
     /// delivered rate over time, without the start and end of a run.
     pub per_second_bytes: Vec<u64>,
+    /// The same in bins of [`TENTH_MS`] (bin `i` covers `[i, i + 1)`
+    /// tenths of a second), for the same [`PER_SECOND_LIMIT`] seconds: a
+    /// rate step's refill takes a few round trips, which whole seconds
+    /// blur (`bench/ratestep.sh` judges when the path is busy again from
+    /// these). Absent from reports written before it existed.
+    #[serde(default)]
+    pub per_tenth_bytes: Vec<u64>,
+}
+
+/// Adds `bytes` to bin `i` of `bins` (grown as needed), unless `i` is at or
+/// past `limit`.
+fn add_to_bin(bins: &mut Vec<u64>, i: u128, limit: usize, bytes: usize) {
+    let Ok(i) = usize::try_from(i) else {
+        return;
+    };
+    if i >= limit {
+        return;
+    }
+    if bins.len() <= i {
+        bins.resize(i + 1, 0);
+    }
+    if let Some(slot) = bins.get_mut(i) {
+        *slot += bytes as u64;
+    }
 }
 
 impl DirStats {
     /// Counts `bytes` written at `t` seconds after the start.
     pub(crate) fn record_write(&mut self, t: Duration, bytes: usize) {
-        let second = usize::try_from(t.as_secs()).unwrap_or(usize::MAX);
-        if second < PER_SECOND_LIMIT {
-            if self.per_second_bytes.len() <= second {
-                self.per_second_bytes.resize(second + 1, 0);
-            }
-            if let Some(slot) = self.per_second_bytes.get_mut(second) {
-                *slot += bytes as u64;
-            }
-        }
+        let tenths_per_second = (1000 / TENTH_MS) as usize;
+        add_to_bin(
+            &mut self.per_second_bytes,
+            u128::from(t.as_secs()),
+            PER_SECOND_LIMIT,
+            bytes,
+        );
+        add_to_bin(
+            &mut self.per_tenth_bytes,
+            t.as_millis() / u128::from(TENTH_MS),
+            PER_SECOND_LIMIT * tenths_per_second,
+            bytes,
+        );
         let secs = t.as_secs_f64();
         if self.first_write_s.is_none() {
             self.first_write_s = Some(secs);
@@ -350,8 +381,24 @@ mod tests {
         d.record_write(Duration::from_millis(2_900), 50);
         d.record_write(Duration::from_secs(PER_SECOND_LIMIT as u64 + 5), 7);
         assert_eq!(d.per_second_bytes, vec![100, 0, 100]);
+        let mut tenths = vec![0; 30];
+        tenths[5] = 100;
+        tenths[21] = 50;
+        tenths[29] = 50;
+        assert_eq!(d.per_tenth_bytes, tenths);
         assert_eq!(d.written_packets, 4);
         assert_eq!(d.first_write_bytes, 100);
+    }
+
+    #[test]
+    fn a_report_without_tenths_still_reads() {
+        let mut d = DirStats::default();
+        d.record_write(Duration::from_millis(500), 100);
+        let mut json: serde_json::Value = serde_json::to_value(&d).unwrap();
+        json.as_object_mut().unwrap().remove("per_tenth_bytes");
+        let back: DirStats = serde_json::from_value(json).unwrap();
+        assert!(back.per_tenth_bytes.is_empty());
+        assert_eq!(back.per_second_bytes, vec![100]);
     }
 
     #[test]

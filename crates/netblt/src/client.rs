@@ -472,6 +472,26 @@ fn tell_what_is_here(
 /// names, as `scp -r` does: inside `dest` when it is a directory, else at
 /// `dest`, whose parent must exist (decision M15).
 fn destination(dest: &Path, base: &str) -> Result<PathBuf, Error> {
+    // `-o newdir/` names a directory, as for scp and cp: one that is not
+    // there is an error now, not after the whole file came and could not
+    // be renamed onto "newdir/" (found by a first-time user: 100 MB moved,
+    // then "Not a directory", the partial file left behind).
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = dest.as_os_str().as_bytes();
+    if bytes.ends_with(b"/") && !dest.is_dir() {
+        // The name without its slashes: with one, a file reads as missing.
+        let bare = bytes
+            .iter()
+            .rposition(|&b| b != b'/')
+            .map_or(&bytes[..0], |i| &bytes[..=i]);
+        let bare = Path::new(std::ffi::OsStr::from_bytes(bare));
+        let what = if bare.symlink_metadata().is_ok() {
+            "not a directory"
+        } else {
+            "no such directory"
+        };
+        return Err(Error::Local(format!("{}: {what}", dest.display())));
+    }
     let out = if dest.is_dir() {
         dest.join(base)
     } else {
@@ -894,6 +914,27 @@ fn run(
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// `-o dir/` names a directory: one that is missing, or a file, is an
+    /// error before anything is fetched.
+    #[test]
+    fn a_destination_with_a_slash_must_be_a_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let missing = t.path().join("newdir/");
+        let e = destination(&missing, "a.bin").unwrap_err().to_string();
+        assert!(e.ends_with("newdir/: no such directory"), "{e}");
+        std::fs::write(t.path().join("afile"), b"x").unwrap();
+        let e = destination(&t.path().join("afile/"), "a.bin")
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("afile/: not a directory"), "{e}");
+        std::fs::create_dir(t.path().join("d")).unwrap();
+        let ok = destination(&t.path().join("d/"), "a.bin").unwrap();
+        assert_eq!(ok, t.path().join("d/a.bin"));
+        // Without the slash, a new name is the file's.
+        let named = destination(&t.path().join("new.bin"), "a.bin").unwrap();
+        assert_eq!(named, t.path().join("new.bin"));
+    }
 
     #[test]
     fn a_reply_longer_than_any_receiver_sends_is_cut() {

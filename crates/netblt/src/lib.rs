@@ -104,7 +104,9 @@ pub use handler::{DataHandler, IncomingTransfer};
 /// The cryptographic core (`netblt-crypto`), re-exported: keys, key files, codes, limits.
 pub use netblt_crypto as crypto;
 pub use netblt_proto::{Policy, RateConfig, RateLimits};
-pub use options::{AutoSize, Progress, ProgressFn, ReceiverOptions, ReportFn, SendOptions};
+pub use options::{
+    AutoSize, Progress, ProgressFn, ReceiverOptions, Refusal, RefusalFn, ReportFn, SendOptions,
+};
 pub use rate_control::RateControl;
 pub use receiver::{Receiver, ReceiverSummary};
 pub use report::{Direction, IoCounters, RateReport, TransferReport};

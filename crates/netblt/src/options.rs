@@ -54,6 +54,26 @@ pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 /// transfer that ended, and the endpoint's junk counters so far.
 pub type ReportFn = Arc<dyn Fn(&TransferReport, &JunkCounts) + Send + Sync>;
 
+/// A transfer a [`Receiver`](crate::Receiver) refused before it began (the
+/// file exists, the directory cannot be written, the name is busy): what
+/// its sender was told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Refusal {
+    /// The sender's (or `get` client's) address.
+    pub peer: std::net::SocketAddr,
+    /// The file or directory asked for or offered.
+    pub name: String,
+    /// The reason sent to the peer.
+    pub reason: String,
+    /// Not a failure: the peer has the whole file already, or asked to
+    /// compare nothing (the peer reports success).
+    pub benign: bool,
+}
+
+/// Called by a [`Receiver`](crate::Receiver) with each transfer it refused.
+pub type RefusalFn = Arc<dyn Fn(&Refusal) + Send + Sync>;
+
 /// Which transfer parameters the active end chooses itself when it
 /// connects, from what the kernel reports for the path (decision G3),
 /// instead of offering [`SendOptions::params`]' values.
@@ -315,13 +335,21 @@ pub struct ReceiverOptions {
     /// directory's files and directories (READ mode, [`get`](crate::get);
     /// a directory goes as a bundle, links in it never sent). Default: off.
     pub serve: bool,
-    /// Stop after this many transfers (ended well or not). Default: `None`,
-    /// serve until [`stop`](Self::stop).
+    /// Stop after this many transfers (ended well or not, or refused: see
+    /// [`on_refused`](Self::on_refused)). Default: `None`, serve until
+    /// [`stop`](Self::stop).
     pub max_transfers: Option<u64>,
     /// Setting this flag aborts the transfers in progress and ends serving.
     pub stop: Option<Arc<AtomicBool>>,
     /// Called with each finished transfer's report.
     pub on_transfer: Option<ReportFn>,
+    /// Called with each transfer refused before it began (a file that
+    /// exists, a directory it may not write, a busy name; not the checks
+    /// a sender makes before a bundle). Such a refusal counts towards
+    /// [`max_transfers`](Self::max_transfers); unless
+    /// [`benign`](Refusal::benign), as a failure
+    /// ([`ReceiverSummary::last_error`](crate::ReceiverSummary::last_error)).
+    pub on_refused: Option<RefusalFn>,
     /// Encryption and authentication (issue 11); see
     /// [`SendOptions::security`].
     pub security: crate::Security,
@@ -343,6 +371,7 @@ impl Default for ReceiverOptions {
             max_transfers: None,
             stop: None,
             on_transfer: None,
+            on_refused: None,
             security: crate::Security::Insecure,
             rate_control: None,
         }
@@ -359,6 +388,7 @@ impl std::fmt::Debug for ReceiverOptions {
             .field("max_transfers", &self.max_transfers)
             .field("stop", &self.stop)
             .field("on_transfer", &self.on_transfer.is_some())
+            .field("on_refused", &self.on_refused.is_some())
             .field("rate_control", &self.rate_control)
             .finish()
     }

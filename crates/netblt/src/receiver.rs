@@ -53,10 +53,13 @@ pub struct Receiver {
 pub struct ReceiverSummary {
     /// Transfers that ended (well or not).
     pub transfers: u64,
-    /// Of those, the ones that failed.
+    /// Of those and of the refused ones, the ones that failed.
     pub failed: u64,
-    /// The last failure's error.
+    /// The last failure's error (a refusal's too, unless benign).
     pub last_error: Option<Error>,
+    /// Transfers refused before they began
+    /// ([`ReceiverOptions::on_refused`]).
+    pub refused: u64,
     /// Datagrams that belonged to no transfer, and refused OPENs.
     pub junk: JunkCounts,
 }
@@ -592,7 +595,40 @@ impl Service for Policy {
         if let Some(f) = &self.opts.on_transfer {
             f(&report, &junk);
         }
-        self.opts.max_transfers.is_none_or(|m| s.transfers < m)
+        self.opts
+            .max_transfers
+            .is_none_or(|m| s.transfers + s.refused < m)
+    }
+
+    fn refused(&mut self, inc: &Incoming, reason: &str) -> bool {
+        let name = match Request::decode(&inc.client) {
+            Ok(
+                Request::Put { name, .. } | Request::Get { name, .. } | Request::Bundle { name },
+            ) => name,
+            Ok(Request::Sink { .. }) => "memory-to-memory data".to_string(),
+            // A check before a bundle or a `get` (M14, M17): the transfer
+            // that follows is the one that counts. An OPEN that asks for
+            // nothing we know is junk, not a transfer.
+            _ => return true,
+        };
+        let benign = reason == ALREADY_THERE || reason == NOTHING_TO_COMPARE;
+        let s = &mut self.summary;
+        s.refused += 1;
+        if !benign {
+            s.failed += 1;
+            s.last_error = Some(Error::Local(format!("{name}: refused: {reason}")));
+        }
+        if let Some(f) = &self.opts.on_refused {
+            f(&crate::Refusal {
+                peer: inc.remote,
+                name,
+                reason: reason.to_string(),
+                benign,
+            });
+        }
+        self.opts
+            .max_transfers
+            .is_none_or(|m| s.transfers + s.refused < m)
     }
 }
 

@@ -82,9 +82,15 @@ fn send_file_to_a_receiver_and_get_it_back() {
     assert!(matches!(e, Error::InvalidOptions(_)), "{e:?}");
 
     stop.store(true, Ordering::Relaxed);
-    // The refused OPEN never became a transfer; the endpoint counted it.
+    // The refused OPEN never became a transfer; the endpoint counted it,
+    // and the receiver's summary has it as a refused one that failed (F14).
     let s = h.join().unwrap();
-    assert_eq!((s.transfers, s.failed, s.junk.refused), (2, 0, 1));
+    assert_eq!(
+        (s.transfers, s.refused, s.failed, s.junk.refused),
+        (2, 1, 1, 1)
+    );
+    let last = s.last_error.map(|e| e.to_string()).unwrap_or_default();
+    assert!(last.contains("f.bin: refused: file exists"), "{last}");
 }
 
 #[test]

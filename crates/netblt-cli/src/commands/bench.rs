@@ -47,7 +47,7 @@ pub fn bench(
     verify: bool,
     auto_size: netblt::AutoSize,
 ) -> Result<netblt::TransferReport, netblt::Error> {
-    let mut opts = common.send_options(params);
+    let mut opts = common.send_options(params, " --sink");
     opts.rate_control = common
         .rate_control()
         .map_err(|e| netblt::Error::InvalidOptions(e.message))?;

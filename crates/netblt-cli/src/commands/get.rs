@@ -104,7 +104,7 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     // one fetched again, or in the way of a file); it puts the name in
     // `dest` when `dest` is a directory.
     let dest = a.output.clone().unwrap_or_else(|| PathBuf::from("."));
-    let mut opts = a.common.send_options(params);
+    let mut opts = a.common.send_options(params, " --serve");
     // As the data receiver, its maximum goes to the sender in each OK
     // (RFC 998 §4, R31).
     opts.rate_control = a.common.rate_control()?;
@@ -147,7 +147,7 @@ fn to_stdout(
     if a.common.json_stream {
         return Err(CliError::usage("--json-stream writes standard output: not with -o -").into());
     }
-    let mut opts = a.common.send_options(params);
+    let mut opts = a.common.send_options(params, " --serve");
     opts.rate_control = a.common.rate_control()?;
     opts.auto_size = a.params.auto_size();
     let bar = a.common.live();

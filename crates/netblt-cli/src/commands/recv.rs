@@ -99,6 +99,27 @@ fn print_report(report: &TransferReport, junk: &JunkCounts, json: bool, to_stder
     }
 }
 
+/// A transfer refused before it began: one line, as its sender gets one
+/// (a JSON object with `--json`); stderr unless `--json` (stdout carries
+/// the data with `--stdout`).
+fn print_refusal(r: &netblt::Refusal, json: bool, to_stderr: bool) {
+    if json && !to_stderr {
+        let v = serde_json::json!({
+            "refused": {
+                "peer": r.peer.to_string(),
+                "name": r.name,
+                "reason": r.reason,
+                "failed": !r.benign,
+            }
+        });
+        println!("{v}");
+    } else if r.benign {
+        eprintln!("netblt: {} <- {}: {}", r.name, r.peer, r.reason);
+    } else {
+        eprintln!("netblt: {} <- {}: refused: {}", r.name, r.peer, r.reason);
+    }
+}
+
 /// `--stdout`: the data, in order, to standard output.
 struct Stdout(std::io::BufWriter<std::io::Stdout>);
 
@@ -162,6 +183,9 @@ pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
     opts.on_transfer = Some(std::sync::Arc::new(
         move |r: &TransferReport, j: &JunkCounts| print_report(r, j, json, to_stderr),
     ));
+    opts.on_refused = Some(std::sync::Arc::new(move |r: &netblt::Refusal| {
+        print_refusal(r, json, to_stderr)
+    }));
     let listen = a.listen.unwrap_or_else(|| default_listen(a.raw_ip));
     let receiver = Receiver::bind(listen, opts).map_err(CliError::from)?;
     if !a.json {

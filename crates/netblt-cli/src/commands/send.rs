@@ -94,7 +94,7 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     };
     let remote = Remote::resolve(host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
-    let mut opts = a.common.send_options(params);
+    let mut opts = a.common.send_options(params, "");
     opts.auto_size = a.params.auto_size();
     opts.resume = a.resume;
     opts.checksum = a.checksum;
@@ -117,7 +117,7 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
         };
         let result = netblt::send_stream(std::io::stdin(), name, remote.first(), &opts);
         bar.finish();
-        return finish_one(result, &a.common, name, true);
+        return finish_one(result, &a.common, name, true, false);
     }
     if a.name.is_some() || a.tar {
         return Err(CliError::usage("--name and --tar are for standard input ('-')").into());
@@ -164,7 +164,7 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     for (path, name) in files {
         let result = remote.run(|r| netblt::send_file_as(&path, &name, r, &opts));
         bar.finish();
-        let rc = finish_one(result, &a.common, &name, single)?;
+        let rc = finish_one(result, &a.common, &name, single, true)?;
         if code == exit::OK {
             code = rc;
         }
@@ -180,6 +180,7 @@ fn finish_one(
     common: &CommonFlags,
     name: &str,
     explain: bool,
+    resumable: bool,
 ) -> anyhow::Result<i32> {
     let report = match result {
         Ok(r) => r,
@@ -209,6 +210,15 @@ fn finish_one(
                 return Err(CliError::new(rc, line).into());
             }
             eprintln!("netblt: {line}");
+            // The receiver keeps a stopped file's partial copy, but a plain
+            // `send` starts again from zero: say how not to.
+            if resumable && matches!(e, netblt::Error::Failed(m) if m == "interrupted") {
+                eprintln!(
+                    "netblt: {}: the receiver keeps what arrived; the same command with --resume \
+                     sends only the rest",
+                    report.name
+                );
+            }
             Ok(rc)
         }
     }
@@ -348,7 +358,7 @@ fn parallel(
                         break;
                     };
                     let result = remote.run(|a| netblt::send_file_as(&path, &name, a, opts));
-                    match finish_one(result, common, &name, false) {
+                    match finish_one(result, common, &name, false, true) {
                         Ok(rc) => {
                             if let Ok(mut c) = code.lock() {
                                 if *c == exit::OK {

@@ -135,7 +135,11 @@ impl PartFile {
             return Err(AppError::new(
                 Kind::Local,
                 format!("{shown}: another transfer of this name is in progress"),
-                "busy: another transfer of this name is in progress",
+                // A sender killed a moment ago still holds its name here
+                // until the death timer gives it up: say so, or the user
+                // hunts for a transfer that is not there.
+                "busy: another transfer of this name is in progress (one whose sender stopped is \
+                 given up after the receiver's death timer, 10 s by default: try again then)",
             ));
         }
         Ok(PartFile {

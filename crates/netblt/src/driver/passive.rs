@@ -70,6 +70,11 @@ pub(crate) trait Service {
         wall: Duration,
         junk: JunkCounts,
     ) -> bool;
+    /// An OPEN was refused with `reason` (not for shutting down). Return
+    /// false to stop listening.
+    fn refused(&mut self, _inc: &Incoming, _reason: &str) -> bool {
+        true
+    }
 }
 
 /// An accepted OPEN.
@@ -252,13 +257,16 @@ pub(crate) fn run_passive<S: Service>(
                             if let Some(sc) = sec.as_mut() {
                                 sc.refused_by_engine(inc.remote);
                             }
-                            ep.refuse(&inc, &format!("unacceptable parameters: {e}"))
+                            let reason = format!("unacceptable parameters: {e}");
+                            keep_going &= service.refused(&inc, &reason);
+                            ep.refuse(&inc, &reason)
                         }
                     },
                     Err(reason) => {
                         if let Some(sc) = sec.as_mut() {
                             sc.refused_by_engine(inc.remote);
                         }
+                        keep_going &= service.refused(&inc, &reason);
                         ep.refuse(&inc, &reason)
                     }
                 }
