@@ -141,16 +141,24 @@ impl Bar {
                 let (pb, template) = match p.total {
                     Some(n) => (
                         ProgressBar::new(n),
-                        "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
+                        "{msg} [{bar:30}] {decimal_bytes}/{decimal_total_bytes} {bitrate} ETA {eta}",
                     ),
                     None => (
                         ProgressBar::no_length(),
-                        "{msg} {spinner} {bytes} {bytes_per_sec}",
+                        "{msg} {spinner} {decimal_bytes} {bitrate}",
                     ),
                 };
+                // The reports' units: decimal bytes (MB) and bits per second
+                // (Mb/s), not indicatif's MiB and MiB/s beside our Mb/s.
                 pb.set_style(
                     ProgressStyle::with_template(template)
                         .unwrap_or_else(|_| ProgressStyle::default_bar())
+                        .with_key(
+                            "bitrate",
+                            |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                                let _ = write!(w, "{}", crate::units::fmt_rate(s.per_sec() * 8.0));
+                            },
+                        )
                         .progress_chars("=> "),
                 );
                 pb

@@ -64,7 +64,7 @@ pub enum ParamError {
     #[error("packet size must be between 1 and {MAX_PACKET_SIZE} bytes")]
     PacketSize,
     /// The buffer size is 0 or holds more than [`MAX_PACKETS_PER_BUFFER`] packets.
-    #[error("buffer size must be at least 1 byte and at most 65536 packets")]
+    #[error("buffer size must be at least 1 byte and hold at most 65536 packets (small packets need a smaller buffer)")]
     BufferSize,
     /// The burst size is 0.
     #[error("burst size must be at least 1 packet")]

@@ -67,7 +67,9 @@ pub struct Stats {
     /// Data sender: the most buffers held at once (handed over and not yet
     /// OK'd); see [`Config::min_buffers`](crate::Config::min_buffers).
     pub peak_buffers: u64,
-    /// Smoothed control round trip, once measured.
+    /// Smoothed round trip, once measured: the control messages' at the
+    /// data receiver, the data packets' (FEEDBACK echoes, with rate
+    /// control) at the data sender.
     pub srtt: Option<Duration>,
     /// When the connection was created (active: OPEN; passive: OPEN received).
     pub started_at: Option<Instant>,

@@ -35,7 +35,7 @@ pub struct Progress {
     /// Data receiver: packets found missing so far; data sender: packets
     /// it was asked to resend (as in [`TransferReport::lost`]).
     pub lost: u64,
-    /// Smoothed control round trip, once measured.
+    /// Smoothed round trip, once measured (see [`TransferReport::srtt_ms`](crate::TransferReport::srtt_ms)).
     pub srtt: Option<Duration>,
     /// The rate controller's estimate of the bottleneck (bits/s of data).
     pub bottleneck_bps: Option<u64>,

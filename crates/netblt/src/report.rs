@@ -144,7 +144,8 @@ pub struct TransferReport {
     pub datagrams_sent: u64,
     /// Datagrams this end received.
     pub datagrams_received: u64,
-    /// Smoothed round-trip time, milliseconds.
+    /// Smoothed round-trip time, milliseconds: of the control messages at
+    /// the data receiver, of the data (FEEDBACK echoes) at the data sender.
     pub srtt_ms: Option<f64>,
     /// Data sender with rate control on: the rate controller at the end.
     pub rate: Option<RateReport>,

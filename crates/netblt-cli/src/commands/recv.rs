@@ -18,12 +18,13 @@ use crate::progress::{default_sigpipe, stop_flag};
 
 #[derive(Debug, Args)]
 pub struct RecvArgs {
-    /// Address and port to listen on. Default `[::]:9998`: UDP over IPv6
-    /// and IPv4 both (`0.0.0.0:9998` where the host has no IPv6, or with
-    /// --raw-ip, whose port is the NETBLT port); `[::]:PORT` takes both
-    /// families, any other address only its own.
-    #[arg(long)]
-    pub listen: Option<SocketAddr>,
+    /// Address and port to listen on: ADDRESS:PORT, a PORT alone (on
+    /// every address) or an ADDRESS alone (port 9998). Default `[::]:9998`:
+    /// UDP over IPv6 and IPv4 both (`0.0.0.0:9998` where the host has no
+    /// IPv6, or with --raw-ip, whose port is the NETBLT port); `[::]:PORT`
+    /// takes both families, any other address only its own.
+    #[arg(long, short = 'l', value_parser = parse_listen, value_name = "[ADDRESS:]PORT|ADDRESS")]
+    pub listen: Option<Listen>,
     /// Directory received files go to (and --serve reads from). A bundle
     /// (`netblt send DIR`) is unpacked below it: nothing is written
     /// outside, links are never followed, files appear only once the whole
@@ -145,6 +146,45 @@ impl DataHandler for Stdout {
 /// `[::]:9998` (dual-stack over UDP) where the host has IPv6, else
 /// `0.0.0.0:9998`; always IPv4 over raw IP (RFC 998's protocol 30 is an
 /// IPv4 protocol number, and a raw IPv6 socket sees no IPv4 traffic).
+/// What `--listen` was given (iperf3 users type a port, others an
+/// address; both are as good as ADDRESS:PORT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listen {
+    Both(SocketAddr),
+    Port(u16),
+    Address(std::net::IpAddr),
+}
+
+fn parse_listen(s: &str) -> Result<Listen, String> {
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(Listen::Both(a));
+    }
+    if let Ok(p) = s.parse::<u16>() {
+        return Ok(Listen::Port(p));
+    }
+    // `[::1]` as well as `::1`.
+    let bare = s
+        .strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .unwrap_or(s);
+    bare.parse::<std::net::IpAddr>()
+        .map(Listen::Address)
+        .map_err(|_| {
+            "expected ADDRESS:PORT, a PORT or an ADDRESS (e.g. 0.0.0.0:9998, 9998, [::1]:9998)"
+                .to_string()
+        })
+}
+
+impl Listen {
+    fn resolve(self, raw_ip: bool) -> SocketAddr {
+        match self {
+            Listen::Both(a) => a,
+            Listen::Port(p) => SocketAddr::new(default_listen(raw_ip).ip(), p),
+            Listen::Address(ip) => SocketAddr::new(ip, netblt::DEFAULT_PORT),
+        }
+    }
+}
+
 fn default_listen(raw_ip: bool) -> SocketAddr {
     let port = netblt::DEFAULT_PORT;
     let any6 = SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port));
@@ -186,7 +226,9 @@ pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
     opts.on_refused = Some(std::sync::Arc::new(move |r: &netblt::Refusal| {
         print_refusal(r, json, to_stderr)
     }));
-    let listen = a.listen.unwrap_or_else(|| default_listen(a.raw_ip));
+    let listen = a
+        .listen
+        .map_or_else(|| default_listen(a.raw_ip), |l| l.resolve(a.raw_ip));
     let receiver = Receiver::bind(listen, opts).map_err(CliError::from)?;
     if !a.json {
         eprintln!(
@@ -240,4 +282,27 @@ pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
         (Some(e), true) => exit::of(e),
         _ => exit::OK,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_takes_a_port_an_address_or_both() {
+        let both: SocketAddr = "127.0.0.1:19998".parse().unwrap();
+        assert_eq!(parse_listen("127.0.0.1:19998"), Ok(Listen::Both(both)));
+        assert_eq!(parse_listen("19998"), Ok(Listen::Port(19998)));
+        let v6: std::net::IpAddr = "::1".parse().unwrap();
+        assert_eq!(parse_listen("::1"), Ok(Listen::Address(v6)));
+        assert_eq!(parse_listen("[::1]"), Ok(Listen::Address(v6)));
+        assert_eq!(
+            Listen::Address(v6).resolve(false),
+            SocketAddr::new(v6, netblt::DEFAULT_PORT)
+        );
+        let p = Listen::Port(19998).resolve(true);
+        assert_eq!((p.ip().is_unspecified(), p.port()), (true, 19998));
+        assert!(parse_listen("99999").is_err());
+        assert!(parse_listen("host.example:1").is_err());
+    }
 }

@@ -510,10 +510,15 @@ impl Connection {
             _ => None,
         }
     }
-    /// The counters so far, with the smoothed control round trip.
+    /// The counters so far, with the smoothed round trip: the control
+    /// messages' at the data receiver, the data's (FEEDBACK echoes) at a
+    /// data sender, which has no control round trip to measure.
     pub fn stats(&self) -> Stats {
         let mut s = self.stats.clone();
-        s.srtt = self.rtt.srtt();
+        s.srtt = self.rtt.srtt().or(match &self.data {
+            DataPart::Sender(d) => d.data_srtt(),
+            _ => None,
+        });
         s
     }
     /// The peer's death-timer value (from OPEN or RESPONSE).

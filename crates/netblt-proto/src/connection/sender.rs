@@ -233,6 +233,11 @@ struct FeedbackIntake {
     app_limited_until: u64,
     sent_packets: u64,
     last_rtt: Option<Duration>,
+    /// The data round trip (packet sent once to its FEEDBACK's echo),
+    /// smoothed as RFC 6298 smooths SRTT (7/8 old, 1/8 new): reported
+    /// only; the data sender's control round trip has no samples (the
+    /// data receiver measures that one).
+    srtt: Option<Duration>,
     /// The pacing rate last given to the pacer.
     applied_bps: f64,
     /// Packets per pacing group at that rate (0 until a rate is applied).
@@ -292,6 +297,11 @@ impl Sender {
     }
 
     /// The controller's state, when rate control is on.
+    /// The smoothed data round trip, once a FEEDBACK echoed a packet.
+    pub(crate) fn data_srtt(&self) -> Option<Duration> {
+        self.fb.srtt
+    }
+
     pub(crate) fn rate_state(&self) -> Option<rate::RateState> {
         self.rate.as_ref().map(|r| rate::RateState {
             inflight_bytes: self.inflight_bytes(),
@@ -481,6 +491,7 @@ impl Sender {
             if r.sends == 1 {
                 sample.rtt = Some(rtt);
                 self.fb.last_rtt = Some(rtt);
+                self.fb.srtt = Some(self.fb.srtt.map_or(rtt, |s| (s * 7 + rtt) / 8));
             }
             sample.echoed_sent_at = Some(r.at);
             sample.app_limited = r.app_limited;

@@ -126,7 +126,7 @@ fn junk(ep: &Endpoint, sec: Option<&PassiveSecurity>) -> JunkCounts {
 /// port before serving).
 pub(crate) fn bind(opts: &PassiveOptions) -> Result<NetSocket, AppError> {
     NetSocket::listen(opts.listen, opts.raw)
-        .map_err(|e| socket_error(&e, &format!("listening on {}", opts.listen), opts.raw))
+        .map_err(|e| socket_error(&e, &format!("cannot listen on {}", opts.listen), opts.raw))
 }
 
 /// Serves until `stop` or until the service says so.

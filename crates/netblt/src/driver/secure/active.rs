@@ -145,12 +145,18 @@ impl ActiveSecurity {
     /// the rest (decision K21: a receiver of an older handshake version
     /// drops this sender's initiation without a word).
     pub(crate) fn silence(&self, attempts: u32) -> Option<AppError> {
+        // A network error (exit 4, as the README's table says for an
+        // unreachable peer), in words a user can act on (F14).
         (!self.heard).then(|| {
-            fail(format!(
-                "no answer from {} after {attempts} encrypted OPEN packets (host down, port filtered, or a receiver older than netblt handshake version {}, which ignores newer senders)",
-                self.peer,
-                netblt_crypto::handshake::message::FORMAT
-            ))
+            AppError::new(
+                Kind::Network,
+                format!(
+                    "no answer from {} after {attempts} tries (host down, a firewall dropping UDP, no netblt receiver on that port, or one older than this sender's handshake version {})",
+                    self.peer,
+                    netblt_crypto::handshake::message::FORMAT
+                ),
+                "",
+            )
         })
     }
 
@@ -464,9 +470,11 @@ mod tests {
         };
         let keys = Keys::load(&enc).unwrap();
         let mut a = ActiveSecurity::new(&keys, "127.0.0.1:9".parse().unwrap()).unwrap();
-        let msg = a.silence(8).unwrap().to_string();
+        let e = a.silence(8).unwrap();
+        assert_eq!(e.kind, Kind::Network, "exit 4, a network error");
+        let msg = e.to_string();
         assert!(
-            msg.contains("after 8 encrypted OPEN packets") && msg.contains("handshake version 3"),
+            msg.contains("after 8 tries") && msg.contains("handshake version 3"),
             "{msg}"
         );
         // Any datagram from the peer (here a junk plain header) is an answer.
