@@ -33,6 +33,12 @@ fn json_stream_gives_intervals_then_the_report() {
     assert_eq!(end["event"], "end");
     assert_eq!(end["data"]["verified"], true);
     assert_eq!(end["data"]["bytes"], 8_000_000);
+    // F14: what got across, and the sender's own round trip (it was null).
+    assert_eq!(end["data"]["bytes_done"], 8_000_000);
+    assert!(
+        end["data"]["srtt_ms"].as_f64().is_some_and(|r| r >= 0.0),
+        "{end}"
+    );
     assert!(intervals.len() >= 3, "{out}");
     let mut last = 0.0;
     for i in intervals {

@@ -454,7 +454,7 @@ fn hold(
             d.say(
                 Limit::SenderReader,
                 format!(
-                    "limited by the sender's disk/reader: the engine waited for the application's data {} of the time",
+                    "limited by the sender's data source (its disk or application): the engine waited for data {} of the time",
                     pct(s)
                 ),
             )

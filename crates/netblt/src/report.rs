@@ -91,6 +91,11 @@ pub struct TransferReport {
     pub direction: Direction,
     /// The file's size in bytes (without the 32-byte digest that follows it).
     pub bytes: u64,
+    /// Payload bytes that got across: acknowledged by the receiver's OKs
+    /// (data sender) or received (data receiver), those already there on a
+    /// resume included. `bytes` when the transfer succeeded; what a
+    /// refused (0) or interrupted transfer moved, which `bytes` does not say.
+    pub bytes_done: u64,
     /// Negotiated DATA packets per burst.
     pub burst_size: u16,
     /// Negotiated milliseconds between bursts.
@@ -245,6 +250,7 @@ impl TransferReport {
                 Direction::Receive
             },
             bytes,
+            bytes_done: t.progress(),
             burst_size: p.burst_size,
             burst_interval_ms: p.burst_interval_ms,
             packet_size: p.packet_size,

@@ -20,7 +20,12 @@ pub fn bin() -> &'static str {
 pub fn test_keys() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let dir = std::env::temp_dir().join(format!("netblt-test-keys-{}", std::process::id()));
+        // Under cargo's scratch directory for tests, not /tmp, and those of
+        // test processes that have ended are removed: one directory per test
+        // binary and run had piled up in /tmp by the hundred.
+        let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+        sweep_test_keys(root);
+        let dir = root.join(format!("netblt-test-keys-{}", std::process::id()));
         let kd = netblt_crypto::KeyDir::at(&dir);
         let (id, _) = kd
             .load_or_create_identity(&mut netblt_crypto::OsRandom)
@@ -33,6 +38,26 @@ pub fn test_keys() {
         .expect("authorized_keys");
         std::env::set_var("NETBLT_HOME", &dir);
     });
+}
+
+/// Removes the key directories of test processes that are gone.
+fn sweep_test_keys(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("netblt-test-keys-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// A UDP port free right now on 127.0.0.1.

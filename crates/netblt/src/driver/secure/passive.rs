@@ -22,6 +22,11 @@
 //!    end answers with a handshake response that carries no RESPONSE body,
 //!    so a spoofed first message costs a slot and a Diffie-Hellman, never a
 //!    connection of the receiver's service (threads, files).
+//! 7. `authorized_keys` is followed while the receiver runs (K26): a
+//!    key-mode initiation that passed rules 1 and 2 may `stat` the file
+//!    before its Diffie-Hellman, at most 4 times at once and once a second
+//!    after that ([`AuthorizedKeysFile`]), and the file is read only when
+//!    it changed; the handshake gets the keys in force then.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
@@ -43,7 +48,7 @@ use super::{
     PROTECTED, RESPONSE,
 };
 use crate::error::{AppError, Kind};
-use crate::security::{Encryption, Keys, SecurityReport};
+use crate::security::{AuthorizedKeysFile, Encryption, Keys, SecurityReport};
 
 /// A handshake with no sign of life from the peer after this is dropped.
 pub(crate) const HALF_OPEN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -139,6 +144,10 @@ pub struct FloodCounts {
 pub(crate) struct PassiveSecurity {
     keys: Keys,
     authorization: Authorization,
+    /// Key mode with a list: `authorized_keys`, checked for changes before
+    /// a key-mode handshake, at a bounded rate (K26). `None` with
+    /// `--accept-any`.
+    authorized: Option<AuthorizedKeysFile>,
     code: Option<netblt_crypto::OneTimeCode>,
     code_burnt: bool,
     peers: HashMap<PeerKey, Peer>,
@@ -179,16 +188,21 @@ fn secs(epoch: Instant, now: Instant) -> u64 {
 
 impl PassiveSecurity {
     pub(crate) fn new(keys: Keys, enc: &Encryption) -> Result<PassiveSecurity, AppError> {
-        let authorization = if enc.accept_any {
-            Authorization::AcceptAny
-        } else {
-            Authorization::Keys(keys.authorized()?)
-        };
         let epoch = Instant::now();
+        let authorized = if enc.accept_any {
+            None
+        } else {
+            Some(keys.authorized(epoch)?)
+        };
+        let authorization = match &authorized {
+            None => Authorization::AcceptAny,
+            Some(f) => Authorization::Keys(f.keys().clone()),
+        };
         let code = keys.code.clone();
         Ok(PassiveSecurity {
             keys,
             authorization,
+            authorized,
             code,
             code_burnt: false,
             peers: HashMap::new(),
@@ -574,6 +588,17 @@ impl PassiveSecurity {
         if self.code_burnt {
             self.limiter.release(from.ip());
             return Rx::Drop;
+        }
+        // After the cheap checks, before the Diffie-Hellman: a key added to
+        // (or removed from) authorized_keys counts from this handshake on,
+        // without a restart (K26). One `stat` at most, at a bounded rate
+        // whatever the rate of initiations; a read only if the file changed.
+        if self.code.is_none() {
+            if let Some(f) = &mut self.authorized {
+                if f.refresh(now) {
+                    self.authorization = Authorization::Keys(f.keys().clone());
+                }
+            }
         }
         let mut hs = Handshake::responder(
             ResponderConfig {
