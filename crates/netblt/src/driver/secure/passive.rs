@@ -1014,3 +1014,7 @@ fn note_amplification(flood: &mut FloodCounts, amp: &AmplificationLimit) {
         flood.max_amplification_milli = flood.max_amplification_milli.max(r);
     }
 }
+
+#[cfg(test)]
+#[path = "passive_tests.rs"]
+mod tests;
