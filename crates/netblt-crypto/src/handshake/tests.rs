@@ -562,3 +562,55 @@ proptest! {
         let _ = r.read_message(&buf[..n], &mut pl);
     }
 }
+
+/// What the passive end's handshake work costs on this machine (decision
+/// K27 sizes the receiver's handshake budget from it). A measurement, not a
+/// check: `cargo test --release -p netblt-crypto measure_handshake_cost --
+/// --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement; run it by hand"]
+fn measure_handshake_cost() {
+    use std::time::Instant;
+    // One X25519 (variable base), through snow's resolver as the handshake
+    // uses it.
+    let choice = snow::params::DHChoice::Curve25519;
+    let mut dh = DefaultResolver.resolve_dh(&choice).unwrap();
+    dh.set(id(1).private_bytes());
+    let other = *id(2).public().as_bytes();
+    let mut out = [0u8; 32];
+    let n = 20_000u32;
+    let t = Instant::now();
+    for _ in 0..n {
+        dh.dh(&other, &mut out).unwrap();
+    }
+    let per_dh = t.elapsed() / n;
+    // Reading an IK initiation of a key not in authorized_keys (es, s, ss,
+    // then refused): what a flood of them costs per datagram.
+    let mut i = Handshake::initiator(initiator(1, PeerAuth::Pinned(id(2).public())), &mut SeededRandom::from_u64(1)).unwrap();
+    let mut msg = [0u8; 1500];
+    let len = i.write_message(OPEN_BODY, &mut msg).unwrap();
+    let mut pl = [0u8; 1500];
+    let n2 = 5_000u32;
+    let t = Instant::now();
+    for k in 0..n2 {
+        let mut r = Handshake::responder(responder(2, &[]), &mut SeededRandom::from_u64(u64::from(k)));
+        assert!(matches!(r.read_message(&msg[..len], &mut pl), Err(HandshakeError::Unauthorized(_))));
+    }
+    let per_refused = t.elapsed() / n2;
+    // A whole IK handshake at the responder: read, then write the response
+    // (a fresh ephemeral key, ee, se).
+    let mut resp = [0u8; 1500];
+    let t = Instant::now();
+    for k in 0..n2 {
+        let mut r = Handshake::responder(responder(2, &[1]), &mut SeededRandom::from_u64(u64::from(k)));
+        r.read_message(&msg[..len], &mut pl).unwrap();
+        r.write_message(RESPONSE_BODY, &mut resp).unwrap();
+    }
+    let per_answered = t.elapsed() / n2;
+    eprintln!(
+        "X25519: {per_dh:?} ({:.0}/s); IK initiation of an unknown key read and refused: {per_refused:?} ({:.0}/s); IK answered: {per_answered:?} ({:.0}/s)",
+        1.0 / per_dh.as_secs_f64(),
+        1.0 / per_refused.as_secs_f64(),
+        1.0 / per_answered.as_secs_f64(),
+    );
+}
