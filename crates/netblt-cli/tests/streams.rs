@@ -158,3 +158,38 @@ fn get_to_stdout() {
     assert!(out.stdout == want);
     assert!(String::from_utf8_lossy(&out.stderr).contains("verified"));
 }
+
+/// F14: `get -o /dev/null` (a speed test) and `-o FIFO` write the data in
+/// order into the device, as `-o -` writes standard output; before, they
+/// were refused ("file exists", then with --force "not a regular file").
+#[test]
+fn get_into_a_device_or_a_fifo() {
+    let served = tempfile::tempdir().unwrap();
+    let bytes = data(300_000, 9);
+    write(&served.path().join("f.bin"), &bytes);
+    let r = Recv::start(&["--serve", "--dir", served.path().to_str().unwrap()]);
+    let (code, out, e) = run(&["get", &r.addr, "f.bin", "-o", "/dev/null"], T);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(
+        out.contains("verified") && out.contains("written to /dev/null"),
+        "{out}"
+    );
+    let here = tempfile::tempdir().unwrap();
+    let fifo = here.path().join("pipe");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc_mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    let (code, _, e) = run(&["get", &r.addr, "f.bin", "-o", fifo.to_str().unwrap()], T);
+    r.stop();
+    assert_eq!(code, Some(0), "{e}");
+    assert!(reader.join().unwrap() == bytes);
+}
+
+extern "C" {
+    #[link_name = "mkfifo"]
+    fn libc_mkfifo(path: *const std::os::raw::c_char, mode: u32) -> i32;
+}

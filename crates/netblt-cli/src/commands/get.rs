@@ -81,7 +81,13 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     let remote = Remote::resolve(&a.host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
     if a.output.as_deref() == Some(std::path::Path::new("-")) {
-        return to_stdout(a, &remote, params);
+        return to_stream(a, &remote, params, None);
+    }
+    // `-o /dev/null` (a speed test) or a named pipe: written in order as
+    // `-o -` writes standard output, since a device cannot take a partial
+    // file renamed onto it (F14).
+    if let Some(dev) = a.output.clone().filter(|p| is_device_or_fifo(p)) {
+        return to_stream(a, &remote, params, Some(dev));
     }
     // Where the library will put it, for the message: the name's last
     // component in the current directory, or in the directory given.
@@ -134,17 +140,33 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     finish(&a.name, &report)
 }
 
-/// `get -o -`: the file (or a directory's tar stream) to standard output;
-/// reports go to stderr.
-fn to_stdout(
+/// A character device or a FIFO (followed through links: `/dev/stdout`).
+fn is_device_or_fifo(p: &std::path::Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(p).is_ok_and(|m| {
+        let t = m.file_type();
+        t.is_char_device() || t.is_fifo()
+    })
+}
+
+/// `get -o -`: the file (or a directory's tar stream) to standard output,
+/// the report to stderr; with `device`, to that device or FIFO instead,
+/// the report on standard output as for a file.
+fn to_stream(
     a: GetArgs,
     remote: &Remote,
     params: netblt_proto::TransferParams,
+    device: Option<std::path::PathBuf>,
 ) -> anyhow::Result<i32> {
+    let shown = device
+        .as_ref()
+        .map_or("-o -".to_string(), |d| format!("-o {}", d.display()));
     if a.resume {
-        return Err(CliError::usage("--resume needs a file to resume (not -o -)").into());
+        return Err(
+            CliError::usage(format!("--resume needs a file to resume (not {shown})")).into(),
+        );
     }
-    if a.common.json_stream {
+    if a.common.json_stream && device.is_none() {
         return Err(CliError::usage("--json-stream writes standard output: not with -o -").into());
     }
     let mut opts = a.common.send_options(params, " --serve");
@@ -154,13 +176,28 @@ fn to_stdout(
     bar.attach(&mut opts);
     // Nothing is written before the OPEN is answered: a refused address
     // can be tried again with a fresh handle.
-    let result = remote.run(|r| netblt::get_to_writer(r, &a.name, std::io::stdout(), &opts));
+    let result = remote.run(|r| match &device {
+        None => netblt::get_to_writer(r, &a.name, std::io::stdout(), &opts),
+        Some(d) => {
+            let w = std::fs::OpenOptions::new()
+                .write(true)
+                .open(d)
+                .map_err(|e| netblt::Error::Local(format!("{}: {e}", d.display())))?;
+            netblt::get_to_writer(r, &a.name, w, &opts)
+        }
+    });
     bar.finish();
     let report = match result {
         Ok(r) => r,
         Err(netblt::Error::Transfer(r)) => *r,
         Err(e) => return Err(CliError::from(e).into()),
     };
+    if let Some(d) = &device {
+        if !a.common.print_json(&serde_json::to_value(&report)?) && report.error.is_none() {
+            println!("{} (written to {})", line(&report), d.display());
+        }
+        return finish(&a.name, &report);
+    }
     if a.common.json {
         eprintln!("{}", serde_json::to_string(&report)?);
     } else if report.error.is_none() {
