@@ -141,7 +141,7 @@ impl Bar {
                 let (pb, template) = match p.total {
                     Some(n) => (
                         ProgressBar::new(n),
-                        "{msg} [{bar:30}] {decimal_bytes}/{decimal_total_bytes} {bitrate} ETA {eta}",
+                        "{msg} [{bar:30}] {decimal_bytes}/{decimal_total_bytes} {bitrate} ETA {left}",
                     ),
                     None => (
                         ProgressBar::no_length(),
@@ -157,6 +157,18 @@ impl Bar {
                             "bitrate",
                             |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
                                 let _ = write!(w, "{}", crate::units::fmt_rate(s.per_sec() * 8.0));
+                            },
+                        )
+                        // No estimate before anything has moved (it read
+                        // "ETA 0s" while a sender waited for an answer).
+                        .with_key(
+                            "left",
+                            |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                                let _ = if s.pos() == 0 {
+                                    write!(w, "-")
+                                } else {
+                                    write!(w, "{:#}", indicatif::HumanDuration(s.eta()))
+                                };
                             },
                         )
                         .progress_chars("=> "),

@@ -158,9 +158,11 @@ pub fn send_bundle(
         // Everything arrived that was sent, but not everything was sent.
         Some(n) if n > 0 && report.error.is_none() => {
             let mut r = report;
-            r.error = Some(Error::Local(format!(
-                "{n} entries could not be read and were not sent"
-            )));
+            r.error = Some(Error::Local(if n == 1 {
+                "1 entry could not be read and was not sent".to_string()
+            } else {
+                format!("{n} entries could not be read and were not sent")
+            }));
             Err(Error::Transfer(Box::new(r)))
         }
         _ => report.into_result(),

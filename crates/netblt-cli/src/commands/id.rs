@@ -10,8 +10,11 @@ use crate::exit::{self, CliError};
 #[derive(Debug, Args)]
 pub struct IdArgs {
     /// Print only the fingerprint.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "json")]
     pub fingerprint: bool,
+    /// Print `{"key": ..., "fingerprint": ..., "key_dir": ...}` instead.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(a: IdArgs) -> anyhow::Result<i32> {
@@ -23,7 +26,14 @@ pub fn run(a: IdArgs) -> anyhow::Result<i32> {
         eprintln!("netblt: created a key pair in {}", dir.path().display());
     }
     let key = id.public();
-    if a.fingerprint {
+    if a.json {
+        let v = serde_json::json!({
+            "key": key.to_string(),
+            "fingerprint": key.fingerprint().to_string(),
+            "key_dir": dir.path().display().to_string(),
+        });
+        println!("{v}");
+    } else if a.fingerprint {
         println!("{}", key.fingerprint());
     } else {
         // The authorized_keys line: key, then the fingerprint as comment.

@@ -47,7 +47,8 @@ pub struct RecvArgs {
     pub stdout: bool,
     /// Let peers fetch files and directories under --dir (`netblt get`,
     /// READ mode; a directory goes in one connection as a bundle, links in
-    /// it never followed nor sent).
+    /// it never followed nor sent). Files sent to it are still received
+    /// into --dir, as without --serve.
     #[arg(long)]
     pub serve: bool,
     /// Limit all the transfers running together, shared fairly among
@@ -245,6 +246,8 @@ pub fn run(a: RecvArgs) -> anyhow::Result<i32> {
                 "discarding data".to_string()
             } else if a.stdout {
                 "one transfer to standard output".to_string()
+            } else if a.serve {
+                format!("files in {}, fetched and received", a.dir.display())
             } else {
                 format!("files in {}", a.dir.display())
             }

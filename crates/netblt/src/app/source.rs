@@ -275,17 +275,19 @@ impl Framer<'_> {
     }
 }
 
-fn shrank(label: &str) -> Stop {
+fn shrank() -> Stop {
+    // Without the name: the report that carries this error names the
+    // transfer, and the tool printed "f.bin: f.bin: file shrank" (F14).
     Stop::Failed(AppError::new(
         Kind::Local,
-        format!("{label}: file shrank while being sent"),
+        "file shrank while being sent",
         "sender's file changed",
     ))
 }
 
 fn read_err(label: &str, e: &std::io::Error) -> Stop {
     if e.kind() == std::io::ErrorKind::UnexpectedEof {
-        shrank(label)
+        shrank()
     } else {
         Stop::Failed(AppError::io(label, e))
     }
@@ -394,7 +396,7 @@ fn copy(
         // twice.
         let want = want.min(super::sink::CACHE_PIECE);
         let n = match r.read(&mut room[..want]) {
-            Ok(0) if left.is_some() => return Err(shrank(label)),
+            Ok(0) if left.is_some() => return Err(shrank()),
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
