@@ -3,9 +3,16 @@
 //! docs/security.md:
 //!
 //! 1. No state and no Diffie-Hellman before the envelope parsed and, under
-//!    load, before a valid cookie came back ([`CookieGenerator`]: from
-//!    `cookie_threshold` slots in use, an initiation without one gets a
-//!    42-byte cookie reply and nothing else).
+//!    load, before a valid cookie came back ([`CookieGenerator`]: an
+//!    initiation without one gets a 42-byte cookie reply and nothing
+//!    else). Under load means `cookie_threshold` slots in use, or the
+//!    handshake budget spent (decision K27, [`HandshakeBudget`]): at most
+//!    [`HANDSHAKE_BURST`] initiations at once and [`HANDSHAKES_PER_SEC`] a
+//!    second after that reach the Diffie-Hellman without a cookie, whether
+//!    they end in a connection or in a refusal. Under load, one that came
+//!    with a valid cookie and is refused after its Diffie-Hellman keeps its
+//!    source's slot for [`HALF_OPEN_TIMEOUT`], so a source that can answer
+//!    cookies gets at most its per-source limit of them per 5 s.
 //! 2. A peer holds a slot of the [`ConnectionLimiter`] (per source and in
 //!    total) from its initiation to the end of its connection; refusals are
 //!    logged, one line per second at most.
@@ -54,6 +61,56 @@ use crate::security::{AuthorizedKeysFile, Encryption, Keys, SecurityReport};
 pub(crate) const HALF_OPEN_TIMEOUT: Duration = Duration::from_secs(5);
 /// Between two log lines about refused connections.
 const LOG_INTERVAL: Duration = Duration::from_secs(1);
+/// Initiations that may reach the Diffie-Hellman at once without a cookie
+/// (K27): tens of senders starting together, as many as the slots that
+/// turn cookies on.
+pub(crate) const HANDSHAKE_BURST: u32 = 64;
+/// After a burst, initiations a second that reach the Diffie-Hellman
+/// without a cookie (K27). On the 2-core VM of docs/security.md one X25519
+/// costs 37 µs, an IK initiation read and refused 108 µs, one read and
+/// answered 213 µs: a flood gets at most 1.1 % of one core (2.1 % if
+/// every one were answered), whatever its rate.
+pub(crate) const HANDSHAKES_PER_SEC: u32 = 100;
+
+/// The passive end's budget of handshake work (decision K27): a token
+/// bucket (GCRA) of initiations read past the cheap checks. WireGuard
+/// turns cookies on when handshakes queue up faster than it can process
+/// them, whatever becomes of them; the slots alone (K9) miss handshakes
+/// that are refused after their Diffie-Hellman (an unknown key, a replay),
+/// which give their slot back at once.
+#[derive(Debug)]
+pub(crate) struct HandshakeBudget {
+    /// Theoretical arrival time: the budget is spent while this lies more
+    /// than `tolerance` ahead of now.
+    tat: Instant,
+    every: Duration,
+    tolerance: Duration,
+}
+
+impl HandshakeBudget {
+    pub(crate) fn new(now: Instant, burst: u32, per_sec: u32) -> HandshakeBudget {
+        let every = Duration::from_secs(1) / per_sec.max(1);
+        HandshakeBudget {
+            tat: now,
+            every,
+            tolerance: every * burst.max(1).saturating_sub(1),
+        }
+    }
+
+    /// No work left for an initiation without a cookie.
+    pub(crate) fn spent(&self, now: Instant) -> bool {
+        self.tat.saturating_duration_since(now) > self.tolerance
+    }
+
+    /// Takes one handshake's worth if any is left.
+    pub(crate) fn take(&mut self, now: Instant) -> bool {
+        if self.spent(now) {
+            return false;
+        }
+        self.tat = self.tat.max(now) + self.every;
+        true
+    }
+}
 
 /// A peer: its address and NETBLT port (raw IP carries no UDP port).
 type PeerKey = (SocketAddr, u16);
@@ -138,6 +195,9 @@ pub struct FloodCounts {
     /// Stateless replies (cookies, refusals) not sent because 256 were
     /// already waiting (a flood outpacing the socket).
     pub replies_dropped: u64,
+    /// Initiations read past the cheap checks: the Diffie-Hellman work
+    /// (K27). Without a cookie at most 64 at once and 100 a second.
+    pub handshakes_processed: u64,
 }
 
 /// See the module docs.
@@ -157,6 +217,12 @@ pub(crate) struct PassiveSecurity {
     /// over every peer.
     by_port: HashMap<u16, Vec<PeerKey>>,
     limiter: ConnectionLimiter,
+    /// Handshake work without a cookie (K27): when spent, under load.
+    budget: HandshakeBudget,
+    /// Slots kept, until the time given, by handshakes refused after their
+    /// Diffie-Hellman that came under load with a valid cookie (K27), in
+    /// time order. At most `max_total`: each holds a slot.
+    held: VecDeque<(Instant, IpAddr)>,
     cookies: CookieGenerator,
     fresh: InitiationFreshness,
     epoch: Instant,
@@ -208,6 +274,8 @@ impl PassiveSecurity {
             peers: HashMap::new(),
             by_port: HashMap::new(),
             limiter: ConnectionLimiter::new(enc.limits),
+            budget: HandshakeBudget::new(epoch, HANDSHAKE_BURST, HANDSHAKES_PER_SEC),
+            held: VecDeque::new(),
             cookies: CookieGenerator::new(secs(epoch, epoch), &mut OsRandom),
             fresh: InitiationFreshness::new(FreshnessConfig::default()),
             epoch,
@@ -326,9 +394,34 @@ impl PassiveSecurity {
         }
     }
 
+    /// Gives back the slots kept by refused handshakes whose time is up.
+    fn release_held(&mut self, now: Instant) {
+        while let Some(&(until, ip)) = self.held.front() {
+            if until > now {
+                break;
+            }
+            self.held.pop_front();
+            self.limiter.release(ip);
+        }
+    }
+
+    /// The slot of a handshake refused after its Diffie-Hellman: given
+    /// back, or, if it came under load with a valid cookie, kept for
+    /// [`HALF_OPEN_TIMEOUT`] (K27) so that a source which can answer
+    /// cookies cannot make one handshake after another, each refused at
+    /// once, faster than its per-source limit of slots per 5 s.
+    fn refused_slot(&mut self, now: Instant, ip: IpAddr, validated: bool) {
+        if validated {
+            self.held.push_back((now + HALF_OPEN_TIMEOUT, ip));
+        } else {
+            self.limiter.release(ip);
+        }
+    }
+
     /// Expires half-open handshakes and refused peers; rotates cookies.
     pub(crate) fn on_tick(&mut self, now: Instant) {
         self.cookies.rotate(secs(self.epoch, now), &mut OsRandom);
+        self.release_held(now);
         let expired: Vec<PeerKey> = self
             .peers
             .iter()
@@ -558,8 +651,11 @@ impl PassiveSecurity {
             return Rx::Drop;
         }
         let t = secs(self.epoch, now);
+        self.release_held(now);
         let mut validated = false;
-        if self.limiter.under_load() {
+        // Under load: too many slots in use, or too much handshake work
+        // lately (K27).
+        if self.limiter.under_load() || self.budget.spent(now) {
             match msg.cookie.map(|c| self.cookies.verify(t, from, c)) {
                 Some(Ok(())) => validated = true,
                 Some(Err(_)) => {
@@ -589,6 +685,12 @@ impl PassiveSecurity {
             self.limiter.release(from.ip());
             return Rx::Drop;
         }
+        // The Diffie-Hellman work starts here: it takes from the budget
+        // (with a valid cookie under load, only what is left: the cookie
+        // round trip is the price of a spent budget, and proves the
+        // address).
+        let _ = self.budget.take(now);
+        self.flood.handshakes_processed += 1;
         // After the cheap checks, before the Diffie-Hellman: a key added to
         // (or removed from) authorized_keys counts from this handshake on,
         // without a restart (K26). One `stat` at most, at a bounded rate
@@ -615,7 +717,7 @@ impl PassiveSecurity {
         match hs.read_message(env, &mut payload) {
             Ok(Progress::Payload(k)) => {
                 if let Err(e) = self.check_fresh(now, &hs) {
-                    self.limiter.release(from.ip());
+                    self.refused_slot(now, from.ip(), validated);
                     if let Some(why) = e {
                         self.reply(from, refused(fp, lp, &why), 3 * full);
                     }
@@ -645,7 +747,7 @@ impl PassiveSecurity {
                         ),
                         Err(e) => {
                             tracing::debug!(error = %e, "writing the response");
-                            self.limiter.release(from.ip());
+                            self.refused_slot(now, from.ip(), validated);
                             self.flood.handshakes_failed += 1;
                             return Rx::Drop;
                         }
@@ -691,7 +793,7 @@ impl PassiveSecurity {
                 Rx::Drop
             }
             Err(e) => {
-                self.limiter.release(from.ip());
+                self.refused_slot(now, from.ip(), validated);
                 self.flood.handshakes_failed += 1;
                 let budget = 3 * full;
                 match e {
