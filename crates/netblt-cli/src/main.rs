@@ -78,17 +78,49 @@ const _: () = assert!(netblt_emu::cli::EXIT_ENVIRONMENT == exit::EMULATOR);
 
 fn init_logging(filter: Option<&str>) {
     use tracing_subscriber::EnvFilter;
-    let filter = match filter {
-        Some(f) => EnvFilter::new(f),
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+    let asked = filter
+        .map(EnvFilter::new)
+        .or_else(|| EnvFilter::try_from_default_env().ok());
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = match asked {
+        // Diagnostics asked for (--log, RUST_LOG): levels and module paths.
+        Some(filter) => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            // Colours only for a terminal: a log file gets plain text.
+            .with_ansi(ansi)
+            .without_time()
+            .try_init(),
+        // By default only warnings, which are for the user: one line each
+        // in the tool's own voice ("netblt: refused ...: key ... is not in
+        // authorized_keys"), not " WARN netblt::driver::secure::passive:".
+        None => tracing_subscriber::fmt()
+            .with_env_filter(EnvFilter::new("warn"))
+            .with_writer(std::io::stderr)
+            .event_format(UserLine)
+            .try_init(),
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colours only for a terminal: a log file gets plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .without_time()
-        .try_init();
+}
+
+/// A warning as the tool's other messages read: `netblt: MESSAGE`, then
+/// the event's other fields, if any.
+struct UserLine;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for UserLine
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut w: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        write!(w, "netblt: ")?;
+        ctx.field_format().format_fields(w.by_ref(), event)?;
+        writeln!(w)
+    }
 }
 
 fn main() {
