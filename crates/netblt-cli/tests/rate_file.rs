@@ -101,11 +101,13 @@ fn a_bad_rate_file_is_one_line_and_exit_2() {
 /// it through the burst values of its OKs, and so does `get --rate-file`
 /// for the server it fetches from. 3 MB at 16 Mb/s is 1.5 s; the first
 /// buffers (256 KiB each) may go faster, before the first OK.
-/// Runs `args` with 256 KiB buffers (so that OKs come while 3 MB move)
-/// and `--json`; its wall time.
+/// Runs `args` with 256 KiB buffers (so that OKs come while 3 MB move),
+/// at most two of them outstanding, and `--json`; its wall time. (With
+/// the default 32 queued, all 12 buffers could leave before the first OK
+/// did on a busy machine: 3 MB in 0.78 s once in a full test run.)
 fn wall_time(args: &[&str]) -> f64 {
     let mut all = args.to_vec();
-    all.extend(["--buffer-size", "256k", "--json"]);
+    all.extend(["--buffer-size", "256k", "--buffers", "2", "--json"]);
     let (code, out, err) = run(&all, T);
     assert_eq!(code, Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
