@@ -15,25 +15,7 @@ const NETBLT: &str = env!("CARGO_BIN_EXE_netblt");
 
 /// `netblt ARGS` with its own key directory, to completion (at most `T`).
 fn netblt(home: &Path, args: &[&str]) -> (Option<i32>, String, String) {
-    let mut child = Command::new(NETBLT)
-        .env("NETBLT_HOME", home)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut so = child.stdout.take().expect("stdout");
-    let mut se = child.stderr.take().expect("stderr");
-    let t = std::thread::spawn(move || {
-        use std::io::Read;
-        let (mut a, mut b) = (String::new(), String::new());
-        let _ = so.read_to_string(&mut a);
-        let _ = se.read_to_string(&mut b);
-        (a, b)
-    });
-    let code = wait(&mut child, T);
-    let (out, err) = t.join().unwrap_or_default();
-    (code, out, err)
+    run_in(Some(home), args, T)
 }
 
 /// A receiver killed when the test ends, however it ends.

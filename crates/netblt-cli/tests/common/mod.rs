@@ -177,7 +177,20 @@ pub fn wait(child: &mut Child, limit: Duration) -> Option<i32> {
 
 /// Runs `netblt ARGS` to completion (at most `limit`).
 pub fn run(args: &[&str], limit: Duration) -> (Option<i32>, String, String) {
-    let mut child = Command::new(bin())
+    run_in(None, args, limit)
+}
+
+/// [`run`] with its own key directory (`NETBLT_HOME`) when `home` is given.
+pub fn run_in(
+    home: Option<&Path>,
+    args: &[&str],
+    limit: Duration,
+) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(bin());
+    if let Some(h) = home {
+        cmd.env("NETBLT_HOME", h);
+    }
+    let mut child = cmd
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
