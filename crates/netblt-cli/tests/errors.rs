@@ -155,8 +155,10 @@ fn nothing_listening_is_refused() {
     assert_eq!(code, Some(4), "{e}");
     assert!(e.contains("connection refused by 127.0.0.1"), "{e}");
     assert_eq!(e.trim().lines().count(), 1, "{e}");
-    let (code, _, e) = run(&["bench", &format!("127.0.0.1:{port}"), "--size", "1M"], T);
+    let (code, out, e) = run(&["bench", &format!("127.0.0.1:{port}"), "--size", "1M"], T);
     assert_eq!(code, Some(4), "{e}");
+    // F14: no table header and empty row before the error line.
+    assert!(out.trim().is_empty(), "{out}");
 }
 
 #[test]

@@ -93,7 +93,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         } else {
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
-    } else {
+    } else if report.error.is_none() || report.bytes_done > 0 {
+        // A run that moved nothing (refused, no answer) has no row worth a
+        // table: its error line says it all (F14).
         println!("{TABLE_HEADER}");
         println!("{}", table_row(&report));
         if report.error.is_none() {
