@@ -5,6 +5,26 @@ use netblt::{Direction, TransferReport};
 
 use crate::units::{fmt_bytes, fmt_rate};
 
+/// `text` with its control characters escaped (`\u{1b}`, `\n`): a line
+/// that carries what a peer sent (a file name, a reason) must not move the
+/// cursor, recolour or clear the terminal of whoever runs the receiver.
+pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.chars().any(char::is_control) {
+        text.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect::<String>()
+            .into()
+    } else {
+        text.into()
+    }
+}
+
 /// One line for people.
 pub fn line(r: &TransferReport) -> String {
     let arrow = if r.direction == Direction::Send {
@@ -138,5 +158,13 @@ mod tests {
             super::counted(2, "directory", "directories"),
             "2 directories"
         );
+    }
+
+    #[test]
+    fn a_peers_control_characters_are_escaped() {
+        use super::shown;
+        assert_eq!(shown("f.bin"), "f.bin");
+        assert_eq!(shown("a\u{1b}[2Jb\n"), "a\\u{1b}[2Jb\\n");
+        assert_eq!(shown("résumé.txt"), "résumé.txt");
     }
 }

@@ -33,6 +33,12 @@ impl RttEstimator {
         }
     }
 
+    /// An estimator used only for its smoothed value (no timer): the data
+    /// sender's data round trip, reported (`Stats::srtt`).
+    pub(crate) fn unbounded() -> Self {
+        RttEstimator::new(Duration::ZERO, Duration::ZERO, Duration::MAX)
+    }
+
     pub(crate) fn on_sample(&mut self, sample: Duration) {
         self.backoff = 0;
         match self.srtt {

@@ -479,14 +479,10 @@ fn destination(dest: &Path, base: &str) -> Result<PathBuf, Error> {
     // be renamed onto "newdir/" (found by a first-time user: 100 MB moved,
     // then "Not a directory", the partial file left behind).
     use std::os::unix::ffi::OsStrExt;
-    let bytes = dest.as_os_str().as_bytes();
-    if bytes.ends_with(b"/") && !dest.is_dir() {
-        // The name without its slashes: with one, a file reads as missing.
-        let bare = bytes
-            .iter()
-            .rposition(|&b| b != b'/')
-            .map_or(&bytes[..0], |i| &bytes[..=i]);
-        let bare = Path::new(std::ffi::OsStr::from_bytes(bare));
+    if dest.as_os_str().as_bytes().ends_with(b"/") && !dest.is_dir() {
+        // The name without its slash (components drop it): with one, a
+        // file reads as missing.
+        let bare: PathBuf = dest.components().collect();
         let what = if bare.symlink_metadata().is_ok() {
             "not a directory"
         } else {

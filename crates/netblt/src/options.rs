@@ -66,8 +66,8 @@ pub struct Refusal {
     pub name: String,
     /// The reason sent to the peer.
     pub reason: String,
-    /// Not a failure: the peer has the whole file already, or asked to
-    /// compare nothing (the peer reports success).
+    /// Not a failure: the `get --resume` client has the whole file
+    /// already (it reports success).
     pub benign: bool,
 }
 

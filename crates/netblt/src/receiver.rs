@@ -544,6 +544,17 @@ fn plan_tree(path: &Path, name: String, listed: Listed) -> Result<Planned, Strin
     Ok(planned)
 }
 
+impl Policy {
+    /// Whether to go on listening: fewer transfers ended or refused than
+    /// `max_transfers`.
+    fn more(&self) -> bool {
+        let s = &self.summary;
+        self.opts
+            .max_transfers
+            .is_none_or(|m| s.transfers + s.refused < m)
+    }
+}
+
 impl Service for Policy {
     type App = Transfer;
 
@@ -595,9 +606,7 @@ impl Service for Policy {
         if let Some(f) = &self.opts.on_transfer {
             f(&report, &junk);
         }
-        self.opts
-            .max_transfers
-            .is_none_or(|m| s.transfers + s.refused < m)
+        self.more()
     }
 
     fn refused(&mut self, inc: &Incoming, reason: &str) -> bool {
@@ -611,7 +620,8 @@ impl Service for Policy {
             // nothing we know is junk, not a transfer.
             _ => return true,
         };
-        let benign = reason == ALREADY_THERE || reason == NOTHING_TO_COMPARE;
+        // `get --resume` of a file the client has whole: it reports success.
+        let benign = reason == ALREADY_THERE;
         let s = &mut self.summary;
         s.refused += 1;
         if !benign {
@@ -626,9 +636,7 @@ impl Service for Policy {
                 benign,
             });
         }
-        self.opts
-            .max_transfers
-            .is_none_or(|m| s.transfers + s.refused < m)
+        self.more()
     }
 }
 

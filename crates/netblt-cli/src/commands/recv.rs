@@ -88,7 +88,8 @@ fn print_report(report: &TransferReport, junk: &JunkCounts, json: bool, to_stder
         }
         v.to_string()
     } else {
-        line(report)
+        // The name and a failure's reason come from the peer.
+        crate::output::shown(&line(report)).into_owned()
     };
     if to_stderr {
         eprintln!("netblt: {text}");
@@ -115,10 +116,11 @@ fn print_refusal(r: &netblt::Refusal, json: bool, to_stderr: bool) {
             }
         });
         println!("{v}");
-    } else if r.benign {
-        eprintln!("netblt: {} <- {}: {}", r.name, r.peer, r.reason);
     } else {
-        eprintln!("netblt: {} <- {}: refused: {}", r.name, r.peer, r.reason);
+        // The name comes from the peer (a refused one may be any string).
+        let what = if r.benign { "" } else { "refused: " };
+        let text = format!("{} <- {}: {what}{}", r.name, r.peer, r.reason);
+        eprintln!("netblt: {}", crate::output::shown(&text));
     }
 }
 
@@ -144,9 +146,6 @@ impl DataHandler for Stdout {
     }
 }
 
-/// `[::]:9998` (dual-stack over UDP) where the host has IPv6, else
-/// `0.0.0.0:9998`; always IPv4 over raw IP (RFC 998's protocol 30 is an
-/// IPv4 protocol number, and a raw IPv6 socket sees no IPv4 traffic).
 /// What `--listen` was given (iperf3 users type a port, others an
 /// address; both are as good as ADDRESS:PORT).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,6 +185,9 @@ impl Listen {
     }
 }
 
+/// `[::]:9998` (dual-stack over UDP) where the host has IPv6, else
+/// `0.0.0.0:9998`; always IPv4 over raw IP (RFC 998's protocol 30 is an
+/// IPv4 protocol number, and a raw IPv6 socket sees no IPv4 traffic).
 fn default_listen(raw_ip: bool) -> SocketAddr {
     let port = netblt::DEFAULT_PORT;
     let any6 = SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port));

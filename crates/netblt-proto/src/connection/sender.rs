@@ -16,6 +16,7 @@ use crate::bitset::BitSet;
 use crate::config::{Config, TransferParams};
 use crate::pacer::Pacer;
 use crate::rate::{self, Policy, RateController, RateLimits, RateSample};
+use crate::rtt::RttEstimator;
 use crate::seq;
 use crate::stats::Stats;
 use crate::time::{Duration, Instant};
@@ -234,10 +235,10 @@ struct FeedbackIntake {
     sent_packets: u64,
     last_rtt: Option<Duration>,
     /// The data round trip (packet sent once to its FEEDBACK's echo),
-    /// smoothed as RFC 6298 smooths SRTT (7/8 old, 1/8 new): reported
-    /// only; the data sender's control round trip has no samples (the
-    /// data receiver measures that one).
-    srtt: Option<Duration>,
+    /// smoothed as the control timer's estimator smooths it (RFC 6298):
+    /// reported only; the data sender's control round trip has no samples
+    /// (the data receiver measures that one).
+    srtt: Option<RttEstimator>,
     /// The pacing rate last given to the pacer.
     applied_bps: f64,
     /// Packets per pacing group at that rate (0 until a rate is applied).
@@ -296,12 +297,12 @@ impl Sender {
         self.apply_rate();
     }
 
-    /// The controller's state, when rate control is on.
     /// The smoothed data round trip, once a FEEDBACK echoed a packet.
     pub(crate) fn data_srtt(&self) -> Option<Duration> {
-        self.fb.srtt
+        self.fb.srtt.as_ref().and_then(RttEstimator::srtt)
     }
 
+    /// The controller's state, when rate control is on.
     pub(crate) fn rate_state(&self) -> Option<rate::RateState> {
         self.rate.as_ref().map(|r| rate::RateState {
             inflight_bytes: self.inflight_bytes(),
@@ -491,7 +492,10 @@ impl Sender {
             if r.sends == 1 {
                 sample.rtt = Some(rtt);
                 self.fb.last_rtt = Some(rtt);
-                self.fb.srtt = Some(self.fb.srtt.map_or(rtt, |s| (s * 7 + rtt) / 8));
+                self.fb
+                    .srtt
+                    .get_or_insert_with(RttEstimator::unbounded)
+                    .on_sample(rtt);
             }
             sample.echoed_sent_at = Some(r.at);
             sample.app_limited = r.app_limited;
