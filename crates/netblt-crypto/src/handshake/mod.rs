@@ -27,6 +27,7 @@
 //! after FINISH), checks cookies before creating a responder, pins keys after a first
 //! contact.
 
+mod earlier;
 pub mod message;
 pub mod timestamp;
 
@@ -99,7 +100,8 @@ pub struct ResponderConfig {
 pub enum Progress {
     /// A handshake message: its application payload is `payload_out[..n]`.
     Payload(usize),
-    /// A cookie reply: write the initiation again (same payload), which now carries it.
+    /// A cookie reply: write the initiation again (same payload), which now carries it; in
+    /// IK give it a fresh timestamp first ([`Handshake::set_timestamp`]).
     RetryWithCookie,
 }
 
@@ -114,6 +116,11 @@ pub enum HandshakeError {
     /// goes on).
     #[error("unexpected handshake message")]
     Unexpected,
+    /// A response to the initiation a cookie reply made us replace (decision K29): the passive
+    /// end read one copy of our first initiation and asked for a cookie for another. Drop it;
+    /// the handshake goes on, and the response to the initiation with the cookie follows.
+    #[error("a response to an initiation replaced after a cookie reply")]
+    Superseded,
     /// A Noise message did not decrypt or verify: forged or corrupted. For an IK initiation
     /// it may also mean the initiator pinned another key for us; answer with
     /// [`write_key_mismatch`] then.
@@ -189,6 +196,8 @@ pub struct Handshake {
     cookie: Option<Vec<u8>>,
     /// IK: the initiator's timestamp (written by the initiator, read by the responder).
     timestamp: Option<Tai64n>,
+    /// Initiator, after a cookie reply: the initiation it replaced, for one response (K29).
+    earlier: Option<earlier::Earlier>,
     rng: SeededRandom,
 }
 
@@ -272,6 +281,7 @@ impl Handshake {
             suite: None,
             cookie: None,
             timestamp,
+            earlier: None,
             rng: SeededRandom::from_rng(rng),
         };
         hs.start_initiator()?;
@@ -353,6 +363,7 @@ impl Handshake {
             suite: None,
             cookie: None,
             timestamp: None,
+            earlier: None,
             rng: SeededRandom::from_rng(rng),
         }
     }
@@ -367,7 +378,22 @@ impl Handshake {
             return Err(HandshakeError::State);
         }
         self.timestamp = Some(timestamp);
+        // A new attempt: what a cookie restart kept was for the response to the one before.
+        self.earlier = None;
         self.start_initiator()
+    }
+
+    /// Initiator about to write its initiation again after a cookie reply
+    /// ([`Progress::RetryWithCookie`]): the timestamp it carries in IK (ignored otherwise).
+    /// The responder may have read the initiation the cookie reply replaced (one of two
+    /// copies, decision K29), and would refuse the same timestamp again as a replay; take it
+    /// from the clock of [`InitiatorConfig::timestamp`].
+    pub fn set_timestamp(&mut self, timestamp: Tai64n) -> Result<(), HandshakeError> {
+        if self.role != Role::Initiator || self.stage != Stage::WriteInitiation {
+            return Err(HandshakeError::State);
+        }
+        self.timestamp = Some(timestamp);
+        Ok(())
     }
 
     /// Whether both ends have their transport keys.
@@ -473,8 +499,9 @@ impl Handshake {
 
     /// Reads the peer's next message; its application payload goes to `payload_out`.
     ///
-    /// An error other than [`HandshakeError::Unexpected`] and [`HandshakeError::Malformed`]
-    /// ends the handshake (the state is spent); those two leave it as it was.
+    /// An error other than [`HandshakeError::Unexpected`], [`HandshakeError::Malformed`] and
+    /// [`HandshakeError::Superseded`] ends the handshake (the state is spent); those three
+    /// leave it going.
     pub fn read_message(
         &mut self,
         msg: &[u8],
@@ -483,7 +510,7 @@ impl Handshake {
         let m = HandshakeMessage::parse(msg)?;
         match (self.stage, m.kind) {
             (Stage::ReadInitiation, Kind::Initiation) => self.read_initiation(&m, payload_out),
-            (Stage::ReadResponse, Kind::Response) => self.read_response(&m, payload_out),
+            (Stage::ReadResponse, Kind::Response) => self.read_any_response(&m, payload_out),
             (Stage::ReadResponse, Kind::CookieReply) => {
                 let cookie = m.cookie.map(<[u8]>::to_vec);
                 if cookie.is_some() && cookie == self.cookie {
@@ -494,6 +521,10 @@ impl Handshake {
                     return Err(HandshakeError::Unexpected);
                 }
                 self.cookie = cookie;
+                // The passive end may also have answered a copy of the initiation this one
+                // replaces (R32's two copies straddling its budget): keep its state for that
+                // response (K29, `earlier`).
+                self.keep_earlier();
                 self.start_initiator()?;
                 Ok(Progress::RetryWithCookie)
             }

@@ -4,11 +4,11 @@ use crate::known_hosts::{HostKeyError, HostStatus, KnownHosts};
 use crate::rng::SeededRandom;
 use proptest::prelude::*;
 
-fn id(n: u64) -> Identity {
+pub(super) fn id(n: u64) -> Identity {
     Identity::generate(&mut SeededRandom::from_u64(n))
 }
 
-fn initiator(me: u64, peer: PeerAuth) -> InitiatorConfig {
+pub(super) fn initiator(me: u64, peer: PeerAuth) -> InitiatorConfig {
     InitiatorConfig {
         identity: id(me),
         peer,
@@ -17,7 +17,7 @@ fn initiator(me: u64, peer: PeerAuth) -> InitiatorConfig {
     }
 }
 
-fn responder(me: u64, authorized: &[u64]) -> ResponderConfig {
+pub(super) fn responder(me: u64, authorized: &[u64]) -> ResponderConfig {
     ResponderConfig {
         identity: id(me),
         authorization: Authorization::Keys(AuthorizedKeys::from_keys(
@@ -30,8 +30,8 @@ fn responder(me: u64, authorized: &[u64]) -> ResponderConfig {
 }
 
 /// A typical OPEN body: 24 bytes of fields and a client string.
-const OPEN_BODY: &[u8] = &[0x5a; 24 + 100];
-const RESPONSE_BODY: &[u8] = &[0xa5; 24 + 4];
+pub(super) const OPEN_BODY: &[u8] = &[0x5a; 24 + 100];
+pub(super) const RESPONSE_BODY: &[u8] = &[0xa5; 24 + 4];
 
 #[derive(Debug, PartialEq, Eq)]
 enum Side {
@@ -39,10 +39,10 @@ enum Side {
     Responder,
 }
 
-struct Done {
-    i: PacketProtection,
-    r: PacketProtection,
-    sizes: Vec<usize>,
+pub(super) struct Done {
+    pub(super) i: PacketProtection,
+    pub(super) r: PacketProtection,
+    pub(super) sizes: Vec<usize>,
 }
 
 /// Drives a whole handshake in memory, as OPEN, RESPONSE and (XX) FINISH would carry it.
@@ -92,7 +92,7 @@ fn run(
 }
 
 /// The two ends' packet protection talk to each other, both ways.
-fn check_transport(d: &mut Done) {
+pub(super) fn check_transport(d: &mut Done) {
     let mut p = [7u8; 100];
     let n = d.i.seal_in_place(&mut p, 76).unwrap();
     assert_eq!(d.r.open_in_place(&mut p[..n]), Ok(76));
@@ -227,7 +227,7 @@ fn changed_responder_key_gives_the_typed_error() {
     assert!(matches!(e, HostKeyError::Changed { line: 1, .. }));
 }
 
-fn code_pair(a: u64, b: u64) -> (InitiatorConfig, ResponderConfig) {
+pub(super) fn code_pair(a: u64, b: u64) -> (InitiatorConfig, ResponderConfig) {
     let ca = OneTimeCode::generate(&mut SeededRandom::from_u64(a));
     let cb = OneTimeCode::generate(&mut SeededRandom::from_u64(b));
     let mut rcfg = responder(21, &[]);

@@ -409,6 +409,12 @@ impl ActiveSecurity {
                 Rx::Owned(plain_open(RESPONSE, lp, fp, &payload[..k]))
             }
             Ok(Progress::RetryWithCookie) => {
+                // A fresh timestamp (K29): the passive end may have read a
+                // copy of the initiation this one replaces (R32's copies
+                // straddling its budget) and would refuse the same
+                // timestamp as a replay, where it must let this one, with
+                // its cookie, replace that handshake.
+                let _ = hs.set_timestamp(initiation_timestamp());
                 self.initiation = None;
                 self.write_initiation();
                 if let Some(i) = &self.initiation {
@@ -420,6 +426,15 @@ impl ActiveSecurity {
                 self.report.dropped += 1;
                 Rx::Drop
             }
+            // K29: "a sender's two copies of its first initiation (R32) can
+            // straddle the moment the budget runs out or refills, so that
+            // one copy draws a cookie reply and the other a response". This
+            // is that response, authenticated by the state of the
+            // initiation the cookie replaced: not the end. The passive end
+            // lets our initiation with the cookie replace the handshake it
+            // answered, and the response to it follows (no restart here: it
+            // would orphan that one in turn).
+            Err(HandshakeError::Superseded) => Rx::Drop,
             Err(HandshakeError::HostKeyChanged { claimed, .. }) => {
                 let msg = self
                     .known_hosts

@@ -34,6 +34,13 @@
 //!    before its Diffie-Hellman, at most 4 times at once and once a second
 //!    after that ([`AuthorizedKeysFile`]), and the file is read only when
 //!    it changed; the handshake gets the keys in force then.
+//! 8. A different initiation from an address and port with a handshake
+//!    under way is dropped, unless it carries a cookie valid for that
+//!    address and port and the handshake is unproven, in key mode, of the
+//!    same pattern and (IK) the same key: then, once read, it replaces
+//!    that handshake (decision K29, `may_replace`: a sender restarted by a
+//!    cookie reply to one copy of its first initiation while another copy
+//!    was answered).
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
@@ -145,6 +152,9 @@ struct Peer {
     /// The source whose connection-limit slot this peer holds: where its
     /// handshake came from, whatever address its packets come from later.
     slot_ip: IpAddr,
+    /// The pattern of its initiation: only one of the same pattern replaces
+    /// it (K29, [`PassiveSecurity::may_replace`]).
+    pattern: Option<Pattern>,
     code_mode: bool,
     /// XX and code mode (K20): the OPEN body, handed to the engine when
     /// FINISH arrives, and again if FINISH is repeated (our sealed RESPONSE
@@ -421,6 +431,61 @@ impl PassiveSecurity {
         }
     }
 
+    /// Whether a different initiation `msg` from `key`, where a handshake
+    /// is under way, replaces it (decision K29). K28 found that "a sender's
+    /// two copies of its first initiation (R32) can straddle the moment the
+    /// budget runs out or refills, so that one copy draws a cookie reply
+    /// and the other a response. The sender restarts with the cookie (new
+    /// ephemeral keys); the passive end, holding a pending handshake for
+    /// the first copy at that address and port, drops the new initiation
+    /// as different bytes". The fix: "letting a different initiation *with
+    /// a valid cookie* replace an unproven pending handshake from the same
+    /// address and port (only someone who receives that address's packets
+    /// holds the cookie)". So, all of:
+    /// - its cookie verifies for this address and port (an invalid one is
+    ///   counted, as under load);
+    /// - the handshake is unproven: no packet opened under its keys, no
+    ///   FINISH read (a sender that completed one starts no other);
+    /// - the same pattern, and no code mode: each code handshake is a
+    ///   guess of the code, burnt when it does not complete, and a
+    ///   replacement would be a free guess (the sender takes up the
+    ///   handshake answered instead, `netblt_crypto`'s `earlier`);
+    /// - in IK, the same key ([`same_initiator`](Self::same_initiator),
+    ///   checked after the Diffie-Hellman).
+    ///
+    /// The replaced handshake is dropped only once the new one is read and
+    /// passed every check; until then it stays as it was.
+    fn may_replace(&mut self, t: u64, key: PeerKey, msg: &HandshakeMessage<'_>) -> bool {
+        let Some(p) = self.peers.get(&key) else {
+            return false;
+        };
+        let unproven = !p.proven && p.finish.is_none() && !matches!(p.state, State::Refused);
+        if !unproven || p.code_mode || msg.pattern != p.pattern {
+            return false;
+        }
+        match msg.cookie.map(|c| self.cookies.verify(t, key.0, c)) {
+            Some(Ok(())) => true,
+            Some(Err(_)) => {
+                self.flood.bad_cookies += 1;
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// A replacing handshake (K29) authenticates the key of the one it
+    /// replaces, if that one's is known (IK: the key whose OPEN the engine
+    /// has a connection for; XX learns it only at FINISH, before which the
+    /// engine has no connection).
+    fn same_initiator(&self, key: PeerKey, hs: &Handshake) -> bool {
+        let old = match self.peers.get(&key).map(|p| &p.state) {
+            Some(State::Pending(old)) => old.peer_static(),
+            Some(State::Established(pr)) => pr.peer_static(),
+            Some(State::Refused) | None => None,
+        };
+        old.is_none() || old == hs.peer_static()
+    }
+
     /// Expires half-open handshakes and refused peers; rotates cookies.
     pub(crate) fn on_tick(&mut self, now: Instant) {
         self.cookies.rotate(secs(self.epoch, now), &mut OsRandom);
@@ -634,8 +699,12 @@ impl PassiveSecurity {
                 return Rx::Drop;
             }
         }
-        // A retransmitted initiation: the stored RESPONSE, no new DH.
+        let t = secs(self.epoch, now);
+        // A different initiation from a peer with a handshake replaces it
+        // only if it may (K29); its cookie is then verified already.
+        let mut replacing = false;
         if let Some(p) = self.peers.get_mut(&key) {
+            // A retransmitted initiation: the stored RESPONSE, no new DH.
             if p.initiation == d {
                 if let Some(r) = p.response.clone() {
                     if p.amp.try_send(r.len()) {
@@ -648,17 +717,19 @@ impl PassiveSecurity {
                     // RESPONSE was written: owed a copy of it (R32).
                     p.answer_twice = true;
                 }
-            } else {
-                self.report.dropped += 1;
+                return Rx::Drop;
             }
-            return Rx::Drop;
+            if !self.may_replace(t, key, &msg) {
+                self.report.dropped += 1;
+                return Rx::Drop;
+            }
+            replacing = true;
         }
-        let t = secs(self.epoch, now);
         self.release_held(now);
-        let mut validated = false;
+        let mut validated = replacing;
         // Under load: too many slots in use, or too much handshake work
         // lately (K27).
-        if self.limiter.under_load() || self.budget.spent(now) {
+        if !replacing && (self.limiter.under_load() || self.budget.spent(now)) {
             match msg.cookie.map(|c| self.cookies.verify(t, from, c)) {
                 Some(Ok(())) => validated = true,
                 Some(Err(_)) => {
@@ -716,6 +787,13 @@ impl PassiveSecurity {
         let (lp, fp) = ports(d);
         match hs.read_message(env, &mut payload) {
             Ok(Progress::Payload(k)) => {
+                if replacing && !self.same_initiator(key, &hs) {
+                    // Another key than the one whose OPEN the engine has a
+                    // connection for: that connection is never handed to it.
+                    self.refused_slot(now, from.ip(), validated);
+                    self.flood.handshakes_failed += 1;
+                    return Rx::Drop;
+                }
                 if let Err(e) = self.check_fresh(now, &hs) {
                     self.refused_slot(now, from.ip(), validated);
                     if let Some(why) = e {
@@ -762,7 +840,8 @@ impl PassiveSecurity {
                     }
                 }
                 let engine = deferred.is_none();
-                self.peers.insert(
+                let pattern = hs.pattern();
+                let replaced = self.peers.insert(
                     key,
                     Peer {
                         state: State::Pending(Box::new(hs)),
@@ -774,6 +853,7 @@ impl PassiveSecurity {
                         proven: false,
                         holds_slot: true,
                         slot_ip: from.ip(),
+                        pattern,
                         code_mode,
                         deferred,
                         finish: None,
@@ -781,6 +861,16 @@ impl PassiveSecurity {
                         answer_twice: false,
                     },
                 );
+                if let Some(old) = replaced {
+                    // K29: the handshake this one replaced gives its slot
+                    // back. In IK the engine's connection stays: the OPEN
+                    // below is a repeat for it (same UID), which it answers
+                    // with another RESPONSE, written by this handshake.
+                    if old.holds_slot {
+                        self.limiter.release(old.slot_ip);
+                    }
+                    tracing::debug!(%from, "an initiation with a valid cookie replaced an unproven handshake");
+                }
                 self.flood.peak_peers = self.flood.peak_peers.max(self.peers.len() as u64);
                 if engine {
                     Rx::Owned(plain_open(OPEN, lp, fp, &body))
@@ -1120,3 +1210,7 @@ fn note_amplification(flood: &mut FloodCounts, amp: &AmplificationLimit) {
 #[cfg(test)]
 #[path = "passive_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "cookie_race_tests.rs"]
+mod cookie_race_tests;

@@ -9,11 +9,13 @@ use super::*;
 use crate::security::Encryption;
 
 /// The receiver's NETBLT port.
-const RECV_PORT: u16 = 9998;
+pub(super) const RECV_PORT: u16 = 9998;
 
 /// A receiver whose `authorized_keys` lists `authorized`, in a fresh key
 /// directory (kept alive by the returned guard).
-fn receiver(authorized: &[PublicKey]) -> (PassiveSecurity, PublicKey, tempfile::TempDir) {
+pub(super) fn receiver(
+    authorized: &[PublicKey],
+) -> (PassiveSecurity, PublicKey, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
     let enc = Encryption {
         key_dir: Some(tmp.path().to_path_buf()),
@@ -28,7 +30,7 @@ fn receiver(authorized: &[PublicKey]) -> (PassiveSecurity, PublicKey, tempfile::
 }
 
 /// An IK initiator (the sender pinned the receiver's key).
-fn initiator(me: &Identity, receiver: PublicKey, seed: u64) -> Handshake {
+pub(super) fn initiator(me: &Identity, receiver: PublicKey, seed: u64) -> Handshake {
     Handshake::initiator(
         InitiatorConfig {
             identity: me.clone(),
@@ -45,7 +47,7 @@ fn initiator(me: &Identity, receiver: PublicKey, seed: u64) -> Handshake {
 const OPEN_BODY: [u8; 28] = [0; 28];
 
 /// The initiation `hs` writes next, as a datagram from NETBLT port `port`.
-fn initiation(hs: &mut Handshake, port: u16) -> Vec<u8> {
+pub(super) fn initiation(hs: &mut Handshake, port: u16) -> Vec<u8> {
     let mut env = [0u8; MAX_MESSAGE_LEN];
     let n = hs.write_message(&OPEN_BODY, &mut env).unwrap();
     handshake_datagram(OPEN, port, RECV_PORT, &env[..n])
@@ -59,7 +61,7 @@ fn spoofed(i: u32) -> SocketAddr {
 }
 
 /// Drains the reply queues; returns the replies to `to`.
-fn replies_to(sec: &mut PassiveSecurity, to: SocketAddr) -> Vec<Vec<u8>> {
+pub(super) fn replies_to(sec: &mut PassiveSecurity, to: SocketAddr) -> Vec<Vec<u8>> {
     let mut mine = Vec::new();
     while let Some((a, r)) = sec.next_outgoing() {
         if a == to {
@@ -72,7 +74,7 @@ fn replies_to(sec: &mut PassiveSecurity, to: SocketAddr) -> Vec<Vec<u8>> {
 /// `n` copies of `crafted` from spoofed sources `first..first + n`, evenly
 /// from `from` over `span` (a tick every 100, as the driver's loop does).
 /// Returns the time of the last one.
-fn flood(
+pub(super) fn flood(
     sec: &mut PassiveSecurity,
     crafted: &[u8],
     first: u32,
