@@ -26,7 +26,7 @@ pub struct ParamFlags {
     /// or 40G when the path takes packets larger than 1400 bytes (loopback,
     /// jumbo frames) and --packet-size is not given: the adaptive controller
     /// finds the path's rate below it.
-    #[arg(long, value_parser = parse_rate, conflicts_with_all = ["burst_size", "burst_interval"])]
+    #[arg(long, value_parser = parse_rate, allow_negative_numbers = true, conflicts_with_all = ["burst_size", "burst_interval"])]
     pub rate: Option<u64>,
     /// DATA packets per burst (RFC 998's burst size); needs --burst-interval.
     #[arg(long, requires = "burst_interval")]
@@ -39,11 +39,11 @@ pub struct ParamFlags {
     /// reports for the peer: 1400 on a 1500-byte path, what fits a larger
     /// one (jumbo frames, loopback's 65535) up to 16000; 1400 over raw IP.
     /// Larger values than the path's need IP fragmentation.
-    #[arg(long, value_parser = parse_size)]
+    #[arg(long, value_parser = parse_size, allow_negative_numbers = true)]
     pub packet_size: Option<u64>,
     /// Bytes per NETBLT buffer (e.g. 1MiB, 256k). Default: 1 MiB for
     /// packets up to 2048 bytes, else 512 packets (8,192,000 bytes at 16000).
-    #[arg(long, value_parser = parse_size)]
+    #[arg(long, value_parser = parse_size, allow_negative_numbers = true)]
     pub buffer_size: Option<u64>,
     /// Buffers outstanding at most (NBUFS). The sender queues 32 (or all,
     /// if fewer) and more only when its rate times the time a buffer stays
@@ -52,7 +52,7 @@ pub struct ParamFlags {
     /// Default 128 (a passive end accepts up to 128), or as many as keep 32
     /// MiB in flight (at least 4) when the buffer size is chosen from a
     /// large packet size.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub buffers: Option<u16>,
     /// Checksum DATA packet data (RFC 998's C flag): on or off. Default:
     /// off over UDP, whose own checksum already covers every datagram (and
@@ -84,7 +84,7 @@ pub struct CommonFlags {
     pub policy: String,
     /// Never send slower than this (bits/s, e.g. 5M), whatever the path
     /// says (adaptive policies).
-    #[arg(long, value_parser = parse_rate)]
+    #[arg(long, value_parser = parse_rate, allow_negative_numbers = true)]
     pub min_rate: Option<u64>,
     /// Change the rate limits while the transfer runs: a file holding
     /// `MAX [MIN]` in --rate's units (`20M`, `1.5G 100M`; `none`: no
@@ -101,8 +101,9 @@ pub struct CommonFlags {
     /// `{"event":"end","data":REPORT}` (like iperf3 --json-stream).
     #[arg(long, conflicts_with = "json")]
     pub json_stream: bool,
-    /// Seconds between --json-stream objects.
-    #[arg(short = 'i', long, default_value_t = 1.0, value_parser = parse_interval)]
+    /// Seconds between --json-stream objects (with --json-stream only: the
+    /// text output has no interval lines).
+    #[arg(short = 'i', long, default_value_t = 1.0, value_parser = parse_interval, allow_negative_numbers = true, requires = "json_stream")]
     pub interval: f64,
     #[command(flatten)]
     pub security: crate::security_flags::SecurityFlags,
@@ -128,6 +129,9 @@ impl ParamFlags {
         }
         let psz = psz as u16;
         let bsz = self.buffer_size.unwrap_or(1 << 20);
+        if bsz == 0 {
+            return Err(CliError::usage("--buffer-size must be at least 1 byte"));
+        }
         let buffer_size = u32::try_from(bsz)
             .map_err(|_| CliError::usage(format!("--buffer-size {bsz} is too large")))?;
         let (burst_size, burst_interval_ms) =
@@ -191,6 +195,19 @@ impl CommonFlags {
             return false;
         }
         true
+    }
+
+    /// `--min-rate` above `--rate` is a contradiction, not a floor: the
+    /// controller would be asked to stay above its own ceiling.
+    pub fn check_min_rate(&self, p: &ParamFlags) -> Result<(), CliError> {
+        match (self.min_rate, p.rate) {
+            (Some(min), Some(max)) if min > max => Err(CliError::usage(format!(
+                "--min-rate {} is above --rate {}: the floor must not be above the ceiling",
+                crate::units::fmt_rate(min as f64),
+                crate::units::fmt_rate(max as f64)
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// `--rate-file`'s live limits, read once now (a bad file: one line,

@@ -163,7 +163,9 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("netblt: {e:#}");
+            // A peer's words (a refusal's reason, an abort's) reach this
+            // line: no control character of theirs reaches the terminal.
+            eprintln!("netblt: {}", output::shown_lines(&format!("{e:#}")));
             std::process::exit(exit::code_of(&e));
         }
     }

@@ -25,6 +25,20 @@ pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// [`shown`] for a message of several lines: each line escaped, the line
+/// breaks kept (a bundle's failures come one per line).
+pub fn shown_lines(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.chars().any(|c| c.is_control() && c != '\n') {
+        text.split('\n')
+            .map(shown)
+            .collect::<Vec<_>>()
+            .join("\n")
+            .into()
+    } else {
+        text.into()
+    }
+}
+
 /// One line for people.
 pub fn line(r: &TransferReport) -> String {
     let arrow = if r.direction == Direction::Send {
@@ -66,8 +80,8 @@ pub fn line(r: &TransferReport) -> String {
             r.peer,
             fmt_bytes(r.bytes),
             r.wall_time_s,
-            r.real_throughput_bps.map_or("-".into(), fmt_rate),
-            r.steady_throughput_bps.map_or("-".into(), fmt_rate),
+            shown_rate(r, r.real_throughput_bps),
+            shown_rate(r, r.steady_throughput_bps),
             // No digest: an encrypted memory-to-memory test, whose every
             // packet was authenticated instead (decision K16).
             r.digest.as_deref().map_or_else(
@@ -84,6 +98,16 @@ pub fn line(r: &TransferReport) -> String {
             ))
         ),
         Some(e) => format!("{} {arrow} {}: FAILED: {e}", r.name, r.peer),
+    }
+}
+
+/// A throughput as the report lines show it: "-" when unknown, or when
+/// no data moved (an empty file's "0 B in 0.01 s, 28.6 kb/s" was the
+/// digest's and the handshake's bytes over the handshake's time).
+pub fn shown_rate(r: &TransferReport, bps: Option<f64>) -> String {
+    match bps {
+        Some(b) if r.bytes > 0 => fmt_rate(b),
+        _ => "-".into(),
     }
 }
 
@@ -115,9 +139,11 @@ pub fn table_row(r: &TransferReport) -> String {
 /// A bundle's entries that failed, one line each on stderr ("netblt:
 /// NAME: {label}REASON"), then how many more were not listed ("... and N
 /// more {more}").
+/// Names and reasons are escaped: they may come from the peer (a served
+/// tree's entries, a receiver's reasons).
 pub fn print_failed(f: &netblt::FilesReport, label: &str, more: &str) {
     for x in &f.failed {
-        eprintln!("netblt: {}: {label}{}", x.name, x.reason);
+        eprintln!("netblt: {}: {label}{}", shown(&x.name), shown(&x.reason));
     }
     if f.more_failed > 0 {
         eprintln!("netblt: ... and {} more {more}", f.more_failed);
@@ -127,11 +153,11 @@ pub fn print_failed(f: &netblt::FilesReport, label: &str, more: &str) {
 /// A bundle that failed: the error's first line after `name`, and the
 /// peer's lines (one per entry it could not store) indented below it, on
 /// stderr; returns the exit code. A network error is returned as an error
-/// instead (nothing more will get through).
+/// instead (nothing more will get through). The peer's lines are escaped.
 pub fn bundle_error(name: &str, e: &netblt::Error) -> anyhow::Result<i32> {
     let text = e.to_string();
-    let mut lines = text.lines();
-    let first = format!("{name}: {}", lines.next().unwrap_or_default());
+    let mut lines = text.lines().map(shown);
+    let first = format!("{}: {}", shown(name), lines.next().unwrap_or_default());
     let rc = crate::exit::of(e);
     if rc == crate::exit::NETWORK {
         return Err(crate::exit::CliError::new(rc, first).into());
@@ -166,5 +192,8 @@ mod tests {
         assert_eq!(shown("f.bin"), "f.bin");
         assert_eq!(shown("a\u{1b}[2Jb\n"), "a\\u{1b}[2Jb\\n");
         assert_eq!(shown("résumé.txt"), "résumé.txt");
+        use super::shown_lines;
+        assert_eq!(shown_lines("a\nb"), "a\nb");
+        assert_eq!(shown_lines("a: x\u{1b}[31m\nb\r"), "a: x\\u{1b}[31m\nb\\r");
     }
 }

@@ -73,6 +73,68 @@ fn interval_object(p: &netblt::Progress, prev: &StreamState) -> serde_json::Valu
     })
 }
 
+/// Columns the bar's template takes besides its message, at most:
+/// ` [` + 20 + `] ` + `999.99 MB/999.99 MB` + ` 999.99 Mb/s` + ` ETA 59m`.
+const BAR_FIXED: usize = 2 + 20 + 2 + 19 + 12 + 8;
+/// ... and a stream's: spinner, bytes, rate.
+const STREAM_FIXED: usize = 2 + 9 + 12;
+
+/// The terminal's width on stderr (80 when it does not say).
+fn term_width() -> usize {
+    // SAFETY: TIOCGWINSZ fills a zeroed winsize we own.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: fd 2 and a valid pointer.
+    let ok = unsafe { libc::ioctl(2, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col > 0 {
+        usize::from(ws.ws_col)
+    } else {
+        80
+    }
+}
+
+/// The bar's message: the name, then what fits of the retransmissions
+/// and the rate controller's limit in the terminal's width.
+fn bar_message(p: &netblt::Progress, fixed: usize) -> String {
+    let rate = match (p.rate_bps, p.rate_reason) {
+        (Some(r), Some(why)) => Some(format!(
+            "limit {} ({why})",
+            crate::units::fmt_rate(r as f64)
+        )),
+        _ => None,
+    };
+    fit_message(
+        &p.name,
+        p.retransmitted,
+        rate.as_deref(),
+        term_width().saturating_sub(fixed + 1),
+    )
+}
+
+/// `NAME rxm N limit R (why)` in at most `room` columns: the limit goes
+/// first, then the retransmissions, then the name is cut with `…` (never a
+/// number cut in the middle: "limit 9" read as 9 Mb/s).
+fn fit_message(name: &str, rxm: u64, rate: Option<&str>, room: usize) -> String {
+    let width = |s: &str| s.chars().count();
+    let rxm = format!("rxm {rxm}");
+    let mut parts: Vec<&str> = vec![&rxm];
+    parts.extend(rate);
+    while !parts.is_empty() {
+        let extra: usize = parts.iter().map(|p| width(p) + 1).sum();
+        if width(name) + extra <= room {
+            return std::iter::once(name)
+                .chain(parts.iter().copied())
+                .collect::<Vec<_>>()
+                .join(" ");
+        }
+        parts.pop();
+    }
+    if width(name) <= room.max(1) {
+        return name.to_string();
+    }
+    let keep = room.saturating_sub(1).max(1);
+    name.chars().take(keep).collect::<String>() + "…"
+}
+
 /// The final object of a `--json-stream` run.
 pub fn end_object(report: &serde_json::Value) -> serde_json::Value {
     serde_json::json!({ "event": "end", "data": report })
@@ -136,16 +198,20 @@ impl Bar {
             let Ok(mut g) = slot.lock() else {
                 return;
             };
+            let msg = bar_message(p, p.total.map_or(STREAM_FIXED, |_| BAR_FIXED));
             let pb = g.get_or_insert_with(|| {
-                // A stream of unknown length has no bar and no ETA.
+                // A stream of unknown length has no bar and no ETA. The
+                // message is set before the first frame (which showed no
+                // name), and fits what the terminal leaves (F15): a line
+                // wider than the terminal took two rows of 80 columns.
                 let (pb, template) = match p.total {
                     Some(n) => (
-                        ProgressBar::new(n),
-                        "{msg} [{bar:30}] {decimal_bytes}/{decimal_total_bytes} {bitrate} ETA {left}",
+                        ProgressBar::new(n).with_message(msg.clone()),
+                        "{wide_msg} [{bar:20}] {decimal_bytes}/{decimal_total_bytes} {bitrate} ETA {left}",
                     ),
                     None => (
-                        ProgressBar::no_length(),
-                        "{msg} {spinner} {decimal_bytes} {bitrate}",
+                        ProgressBar::no_length().with_message(msg.clone()),
+                        "{wide_msg} {spinner} {decimal_bytes} {bitrate}",
                     ),
                 };
                 // The reports' units: decimal bytes (MB) and bits per second
@@ -178,12 +244,8 @@ impl Bar {
             if let Some(s) = p.total {
                 pb.set_length(s);
             }
+            pb.set_message(msg);
             pb.set_position(p.bytes);
-            let rate = match (p.rate_bps, p.rate_reason) {
-                (Some(r), Some(why)) => format!(" limit {:.1} Mb/s ({why})", r as f64 / 1e6),
-                _ => String::new(),
-            };
-            pb.set_message(format!("{} rxm {}{rate}", p.name, p.retransmitted));
         }));
     }
 
@@ -196,5 +258,32 @@ impl Bar {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit_message;
+
+    #[test]
+    fn the_bar_message_fits_the_terminal() {
+        let limit = Some("limit 97.90 Mb/s (cap)");
+        assert_eq!(
+            fit_message("big.bin", 3, limit, 80),
+            "big.bin rxm 3 limit 97.90 Mb/s (cap)"
+        );
+        // The limit goes first, whole, then the retransmissions.
+        assert_eq!(fit_message("big.bin", 3, limit, 30), "big.bin rxm 3");
+        assert_eq!(fit_message("big.bin", 3, limit, 10), "big.bin");
+        // Then the name is cut, and said to be.
+        assert_eq!(fit_message("a-long-name.iso", 0, None, 8), "a-long-…");
+        assert_eq!(fit_message("x", 0, None, 0), "x");
+        // What a default 80-column terminal leaves beside the bar holds a
+        // short name and its limit.
+        let room = 80 - super::BAR_FIXED - 1;
+        assert!(
+            fit_message("big.bin", 0, None, room).contains("rxm"),
+            "{room}"
+        );
     }
 }

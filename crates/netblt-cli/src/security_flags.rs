@@ -20,8 +20,9 @@ pub struct SecurityFlags {
     #[arg(long)]
     pub insecure: bool,
     /// Authenticate with a one-time code instead of keys (strangers, fresh
-    /// machines): prints a code that the receiver types
-    /// (`netblt recv --code`).
+    /// machines): prints a code, and the command the other end types
+    /// (`netblt recv --code CODE`; `recv --serve --code` for get, `recv
+    /// --sink --code` for bench).
     #[arg(long, conflicts_with = "insecure")]
     pub code: bool,
 }

@@ -4,23 +4,65 @@
 
 /// A byte count: `1990000`, `1990k`, `2M`, `1.5G`, `64KiB`, `1GiB`.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    parse_scaled(s, &["b", "B", "bytes"]).map(|v| v.round() as u64)
+    parse_scaled(s, &["b", "B", "bytes"], SIZE_SUFFIXES).map(|v| v.round() as u64)
 }
 
 /// A rate in bits per second: `1544000`, `1.544M`, `10Mb/s`, `1G`.
 pub fn parse_rate(s: &str) -> Result<u64, String> {
-    parse_scaled(s, &["bps", "b/s", "bit/s", "bits/s"]).map(|v| v.round() as u64)
+    parse_scaled(s, &["bps", "b/s", "bit/s", "bits/s"], RATE_SUFFIXES)
+        .map(|v| v.round() as u64)
+        .map_err(|e| bytes_per_second(s).unwrap_or(e))
 }
 
-fn parse_scaled(s: &str, units: &[&str]) -> Result<f64, String> {
+const SIZE_SUFFIXES: &str = "k, M, G, KiB, MiB, GiB";
+const RATE_SUFFIXES: &str = "bits per second: k, M, G, e.g. 100M, 2.5G";
+
+/// A rate typed in bytes per second (`10MB/s`, `1GB`): the error says so,
+/// with the same rate in bits (`80M`); `None` if `s` is not one.
+fn bytes_per_second(s: &str) -> Option<String> {
     let t = s.trim();
+    let unit = t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '_');
+    let num = &t[..t.len() - unit.len()];
+    let prefix = unit
+        .strip_suffix("B/s")
+        .or_else(|| unit.strip_suffix("Bps"))
+        .or_else(|| unit.strip_suffix('B'))?;
+    let bits = parse_scaled(&format!("{num}{prefix}"), &[], SIZE_SUFFIXES).ok()? * 8.0;
+    Some(format!(
+        "'{s}' is bytes per second; rates are bits per second: use {}",
+        fmt_plain_rate(bits)
+    ))
+}
+
+/// `80M`, `8G`, `1.5k`: a rate as --rate takes it.
+fn fmt_plain_rate(bps: f64) -> String {
+    let (v, unit) = if bps >= 1e9 {
+        (bps / 1e9, "G")
+    } else if bps >= 1e6 {
+        (bps / 1e6, "M")
+    } else if bps >= 1e3 {
+        (bps / 1e3, "k")
+    } else {
+        (bps, "")
+    };
+    let v = format!("{v:.3}");
+    let v = v.trim_end_matches('0').trim_end_matches('.');
+    format!("{v}{unit}")
+}
+
+fn parse_scaled(s: &str, units: &[&str], suffixes: &str) -> Result<f64, String> {
+    let t = s.trim();
+    if t.starts_with('-') {
+        return Err(format!("'{s}' is negative"));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
         .unwrap_or(t.len());
     let (num, rest) = t.split_at(split);
-    let num: f64 = num.replace('_', "").parse().map_err(|_| {
-        format!("'{s}' is not a number with an optional suffix (k, M, G, KiB, MiB, GiB)")
-    })?;
+    let num: f64 = num
+        .replace('_', "")
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number with an optional suffix ({suffixes})"))?;
     let mut rest = rest.trim();
     for u in units {
         if let Some(r) = rest.strip_suffix(u) {
@@ -40,7 +82,7 @@ fn parse_scaled(s: &str, units: &[&str]) -> Result<f64, String> {
         "Ti" | "TiB" => 1024f64.powi(4),
         other => {
             return Err(format!(
-                "unknown suffix '{other}' in '{s}' (use k, M, G, KiB, MiB, GiB)"
+                "unknown suffix '{other}' in '{s}' (use {suffixes})"
             ))
         }
     };
@@ -102,5 +144,23 @@ mod tests {
         assert_eq!(parse_rate("10Mb/s"), Ok(10_000_000));
         assert_eq!(parse_rate("1G"), Ok(1_000_000_000));
         assert_eq!(fmt_rate(1_750_000.0), "1.75 Mb/s");
+    }
+
+    #[test]
+    fn rate_mistakes_are_named() {
+        // A rate in bytes: said so, with the same rate in bits.
+        for (typed, bits) in [("10MB/s", "80M"), ("1GB", "8G"), ("1.5MBps", "12M")] {
+            let e = parse_rate(typed).unwrap_err();
+            assert!(
+                e.contains("bytes per second") && e.contains(bits),
+                "{typed}: {e}"
+            );
+        }
+        // Negative values, and suffixes for bits rather than bytes.
+        assert_eq!(parse_rate("-1").unwrap_err(), "'-1' is negative");
+        assert_eq!(parse_size("-5").unwrap_err(), "'-5' is negative");
+        let e = parse_rate("10X").unwrap_err();
+        assert!(e.contains("bits per second") && !e.contains("KiB"), "{e}");
+        assert!(parse_size("10X").unwrap_err().contains("KiB"));
     }
 }

@@ -237,6 +237,104 @@ fn bad_flags_exit_2() {
     assert_eq!(e.trim().lines().count(), 1, "{e}");
 }
 
+/// F15: bad values get a message about the value, not clap's tip to pass
+/// `-1` after `--` (which would make it a file name), nor a range that
+/// includes the refused 0, nor byte units offered for a bit rate.
+#[test]
+fn bad_values_are_named_for_what_they_are() {
+    for (args, want) in [
+        (
+            &["bench", "127.0.0.1", "--rate", "-1"][..],
+            "'-1' is negative",
+        ),
+        (
+            &["bench", "127.0.0.1", "-i", "-1", "--json-stream"],
+            "at least 0.1",
+        ),
+        (
+            &["bench", "127.0.0.1", "--buffers", "0"],
+            "not in 1..=65535",
+        ),
+        (
+            &["bench", "127.0.0.1", "--buffer-size", "0"],
+            "--buffer-size must be at least 1 byte",
+        ),
+        (
+            &["bench", "127.0.0.1", "--rate", "10MB/s"],
+            "rates are bits per second: use 80M",
+        ),
+        (&["bench", "127.0.0.1", "--rate", "10X"], "bits per second"),
+        // -i sets --json-stream's interval, and does nothing without it.
+        (&["bench", "127.0.0.1", "-i", "0.5"], "--json-stream"),
+        (
+            &["bench", "127.0.0.1", "--min-rate", "1G", "--rate", "1M"],
+            "--min-rate 1.00 Gb/s is above --rate 1.00 Mb/s",
+        ),
+        (&["demo", "--loopback", "--loss", "5"], "0.01 is 1 %"),
+        (
+            &["demo", "--loopback", "--profile", "nope"],
+            "unknown profile 'nope'",
+        ),
+    ] {
+        let o = output(args);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(want), "{args:?}: wanted {want:?} in {e}");
+        assert!(!e.contains("-- -1"), "{args:?}: {e}");
+    }
+}
+
+/// F15: what the sender prints from its peer (a refusal's reason) is
+/// escaped as the receiver escapes what it prints: no control character
+/// of a receiver's reaches the sender's terminal.
+#[test]
+fn a_receivers_refusal_reason_is_escaped_at_the_sender() {
+    struct Refuse;
+    impl netblt::DataHandler for Refuse {
+        fn accept(&mut self, _: &netblt::IncomingTransfer) -> Result<(), String> {
+            Err("no\u{1b}[2J\u{1b}[31mred\rforged".into())
+        }
+        fn data(&mut self, _: &netblt::IncomingTransfer, _: u64, _: &[u8]) -> Result<(), String> {
+            Ok(())
+        }
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut o = netblt::ReceiverOptions::default();
+    o.stop = Some(stop.clone());
+    let r = netblt::Receiver::bind("127.0.0.1:0".parse().unwrap(), o).unwrap();
+    let addr = r.local_addr().to_string();
+    let t = std::thread::spawn(move || r.handle_with(Refuse));
+    let src = tempfile::tempdir().unwrap();
+    let f = src.path().join("f.bin");
+    write(&f, &data(10_000, 1));
+    let f = f.to_str().unwrap();
+    // A file, a stream, and a bench (whose error line the tool's last
+    // resort prints).
+    let runs: [&[&str]; 3] = [
+        &["send", f, &addr, "--insecure"],
+        &["send", "-", &addr, "--insecure", "--name", "s"],
+        &["bench", &addr, "--insecure", "--size", "1M"],
+    ];
+    for args in runs {
+        use std::process::Stdio;
+        let out = spawn(args, Stdio::null(), Stdio::piped(), Stdio::piped())
+            .wait_with_output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {e}");
+        assert!(
+            e.contains("no\\u{1b}[2J\\u{1b}[31mred\\rforged"),
+            "{args:?}: {e:?}"
+        );
+        assert!(
+            !e.contains('\u{1b}') && !e.contains('\r'),
+            "{args:?}: {e:?}"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = t.join();
+}
+
 #[test]
 fn raw_ip_loopback_or_clear_error() {
     // As root this runs NETBLT over IP protocol 30 on loopback; otherwise it

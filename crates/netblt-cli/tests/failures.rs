@@ -243,6 +243,14 @@ fn a_file_that_grows_while_sent_arrives_as_it_was_at_open() {
     assert_eq!(code, Some(0), "{err}");
     assert!(rout.contains("verified"), "{rout}");
     assert!(std::fs::read(dst.path().join("grows")).unwrap() == content);
+    // ... and the sender says so (F15), as tar says "file changed as we
+    // read it": the success line alone did not.
+    assert!(
+        err.contains(
+            "grows: grew while it was sent (now 2.00 MB): the 1.50 MB it had when opened were sent"
+        ),
+        "{err}"
+    );
 }
 
 #[test]

@@ -141,16 +141,62 @@ fn bar_on_a_terminal() {
     let f = src.path().join("f");
     write(&f, &data(4_000_000, 5));
     let r = Recv::start(&["--sink"]);
-    let cmd = format!("{} send {} {} --rate 40M", bin(), f.display(), r.addr);
-    let out = std::process::Command::new("script")
-        .args(["-q", "-e", "-c", &cmd, "/dev/null"])
-        .env("COLUMNS", "160")
-        .env("LINES", "40")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
+    // `script`'s terminal has no size of its own: `stty` gives it one.
+    let bar = |cols: u32| {
+        let cmd = format!(
+            "stty cols {cols} rows 40; {} send {} {} --rate 40M",
+            bin(),
+            f.display(),
+            r.addr
+        );
+        let out = std::process::Command::new("script")
+            .args(["-q", "-e", "-c", &cmd, "/dev/null"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{text}");
+        text
+    };
+    let text = bar(160);
     for want in ["ETA", "rxm", "limit", "Mb/s"] {
         assert!(text.contains(want), "{want} missing from the bar: {text:?}");
     }
+    // F15: on 80 columns every frame fits one row (the bar took two and
+    // redrew both), and each starts with the file's name (the first frames
+    // had none).
+    let text = bar(80);
+    let frames: Vec<String> = text
+        .split(['\r', '\n'])
+        .map(strip_escapes)
+        .filter(|f| f.contains("ETA"))
+        .collect();
+    assert!(!frames.is_empty(), "{text:?}");
+    for f in &frames {
+        assert!(
+            f.chars().count() <= 80,
+            "{} columns: {f:?}",
+            f.chars().count()
+        );
+        assert!(f.starts_with("f rxm "), "{f:?}");
+    }
+}
+
+/// `s` without its terminal escape sequences (`ESC [ ... letter`).
+fn strip_escapes(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.next() == Some('[') {
+                for d in chars.by_ref() {
+                    if d.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

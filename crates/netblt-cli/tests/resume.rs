@@ -253,6 +253,27 @@ fn get_resumes_too() {
     signal(&g, SIGKILL);
     let _ = g.wait();
     assert!(!out.exists());
+    // F15: a `get` without --resume names the partial file it is about to
+    // start again from zero (a server stopped at once: nothing fetched).
+    let (code, _, err) = run(
+        &[
+            "get",
+            "127.0.0.1:9",
+            "g",
+            "-o",
+            out.to_str().unwrap(),
+            "--death-timer",
+            "1",
+        ],
+        T,
+    );
+    assert_ne!(code, Some(0), "{err}");
+    assert!(
+        err.contains("g: ")
+            && err.contains("of an interrupted get are here")
+            && err.contains("--resume fetches only the rest"),
+        "{err}"
+    );
     let v = get_resumed(&r.addr, "g", &out);
     assert!(
         v["resumed_from"].as_u64().unwrap() >= 10 * MIB as u64,
@@ -260,6 +281,47 @@ fn get_resumes_too() {
     );
     assert!(std::fs::read(&out).unwrap() == content);
     assert!(temp_files(here.path()).is_empty());
+}
+
+/// F15: a `get` stopped with Ctrl-C (SIGTERM here, handled the same way)
+/// says that what arrived is kept and how to fetch only the rest, as
+/// `send` says (F14).
+#[test]
+fn an_interrupted_get_says_how_to_resume() {
+    let srv = tempfile::tempdir().unwrap();
+    let here = tempfile::tempdir().unwrap();
+    write(&srv.path().join("g"), &data(16 * MIB, 17));
+    let r = Recv::start(&["--dir", srv.path().to_str().unwrap(), "--serve"]);
+    let out = here.path().join("g");
+    let g = spawn(
+        &[
+            "get",
+            &r.addr,
+            "g",
+            "-o",
+            out.to_str().unwrap(),
+            "--rate",
+            "80M",
+            "--buffer-size",
+            "1MiB",
+        ],
+        Stdio::null(),
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    assert!(wait_for(T, || journal_units(here.path(), "g") >= 2));
+    signal(&g, SIGTERM);
+    let o = g.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("netblt: g: interrupted"), "{err}");
+    assert!(
+        err.contains(
+            "g: what arrived is kept here; the same command with --resume fetches only the rest"
+        ),
+        "{err}"
+    );
+    assert!(here.path().join(".g.netblt-part").exists());
 }
 
 /// F12: `get --resume` of a file that arrived whole before is done (the

@@ -125,6 +125,13 @@ fn empty_stdin_is_an_empty_file() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // No rate for no data (F15: "0 B in 0.01 s, 28.6 kb/s" was the
+    // handshake's and the digest's).
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        line.contains("0 B in") && line.contains(", - (steady -)"),
+        "{line}"
+    );
     let (code, _, _) = r.finish(T);
     assert_eq!(code, Some(0));
     assert_eq!(std::fs::read(dst.path().join("empty")).unwrap().len(), 0);

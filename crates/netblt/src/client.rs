@@ -383,9 +383,12 @@ pub fn get(
     let force = opts.overwrite;
     let make: MakeTarget = Box::new(move |resp: &Response| {
         if resp.bundle {
-            // Dropped unused: the empty partial file goes (and with it an
-            // older partial copy of a file of that name, a directory now).
-            drop(part);
+            // Given up unused: the empty partial file goes (and with it an
+            // older partial copy of a file of that name, a directory now;
+            // a drop keeps an unstarted one, F15).
+            if let Some(p) = part {
+                p.abandon(false);
+            }
             return tree_target(&out, &base, force);
         }
         file_target(part, &out, resp, offer)

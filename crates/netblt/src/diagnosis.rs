@@ -153,6 +153,8 @@ pub(crate) struct LimitInputs {
     /// The window: buffers outstanding × bytes per buffer.
     pub(crate) buffers: u16,
     pub(crate) buffer_size: u32,
+    /// Data bytes per DATA packet.
+    pub(crate) packet_size: u16,
 }
 
 /// A cause must hold the sender back this share of the data phase to be
@@ -243,6 +245,7 @@ impl LimitInputs {
             quota_throttled_s,
             buffers: report.buffers,
             buffer_size: report.buffer_size,
+            packet_size: report.packet_size,
         }
     }
 }
@@ -338,6 +341,15 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
         // went at the rate (the steady rate leaves the waits out).
         if which == Limit::SenderReader && quota_held {
             return Some(sender_cpu(i, mean_pacing, waited, d));
+        }
+        // Nothing in flight while the controller never left start-up, over
+        // a data phase of many round trips (or long without a round trip
+        // measured): its start-up held the data, not a receiver slow to
+        // grant buffers (F15).
+        if which == Limit::ReceiverDisk && !i.fixed && startup >= MOSTLY {
+            if let Some(rounds) = stuck_rounds(i) {
+                return Some(stuck_startup(i, share(longest), startup, rounds, d));
+            }
         }
         return Some(hold(i, which, share(longest), mean_pacing, waited, d));
     }
@@ -435,6 +447,78 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
         return Some(sender_cpu(i, mean_pacing, waited, d));
     }
     Some(path(i, None, d))
+}
+
+/// Round trips of data phase beyond which a start-up that never ended is
+/// stuck, not short: FAST's start-up takes about ten.
+const STUCK_ROUNDS: f64 = 100.0;
+
+/// A data phase long enough for a start-up that never ended to be stuck,
+/// not short: more than [`STUCK_ROUNDS`] round trips, `Some((round trip
+/// in ms, round trips))`; or, with no round trip measured at all, longer
+/// than [`STUCK_UNMEASURED_S`], `Some(None)`.
+fn stuck_rounds(i: &LimitInputs) -> Option<Option<(f64, f64)>> {
+    match i.rtt_ms.filter(|&r| r > 0.0) {
+        Some(rtt) => {
+            let rounds = i.times.active() * 1e3 / rtt;
+            (rounds >= STUCK_ROUNDS).then_some(Some((rtt, rounds)))
+        }
+        None => (i.times.active() >= STUCK_UNMEASURED_S).then_some(None),
+    }
+}
+
+/// Seconds of data phase without one round trip measured after which a
+/// start-up is stuck.
+const STUCK_UNMEASURED_S: f64 = 0.2;
+
+/// The rate controller stayed in start-up over a data phase of more than
+/// [`STUCK_ROUNDS`] round trips while the sender, with nothing in flight,
+/// held its data: the engine's meter reads that hold as a missing GO
+/// (`Wait::NoGo`), but the receiver granted buffers all along. Seen on
+/// loopback with buffers of 1, 2, 4 or 8 packets of 1400 bytes (28.8 Mb/s;
+/// 636 Mb/s with the same buffers and `--policy fixed`), which the "why"
+/// line had blamed on the receiver's disk (F14, F15).
+fn stuck_startup(
+    i: &LimitInputs,
+    held: f64,
+    startup: f64,
+    rounds: Option<(f64, f64)>,
+    mut d: Verdict,
+) -> Diagnosis {
+    d.fig("startup_share", startup);
+    d.fig("waiting_share", held);
+    let over = match rounds {
+        Some((rtt, n)) => {
+            d.fig("rtt_ms", rtt);
+            format!("{n:.0} round trips of {}", ms(rtt))
+        }
+        None => format!("{:.2} s without a round trip measured", i.times.active()),
+    };
+    let estimate = match i.bottleneck_bps {
+        Some(b) => {
+            d.fig("bottleneck_bps", b);
+            format!(", its path estimate {}", rate(b))
+        }
+        None => String::new(),
+    };
+    // Buffers of a few packets: the case seen, and what avoids it.
+    let packets = (i.packet_size > 0)
+        .then(|| (f64::from(i.buffer_size) / f64::from(i.packet_size)).ceil())
+        .filter(|&p| p <= 8.0)
+        .map_or(String::new(), |p| {
+            format!(
+                "; with buffers of {p} packet{}, a larger --buffer-size avoids it",
+                if p == 1.0 { "" } else { "s" }
+            )
+        });
+    d.say(
+        Limit::Startup,
+        format!(
+            "limited by start-up: the rate controller never left it ({} of the time, {over}{estimate}) and held the data back with nothing in flight {} of the time, not the receiver{packets}",
+            pct(startup),
+            pct(held)
+        ),
+    )
 }
 
 /// Names one of the sender's holds, with the share of the data phase it
@@ -996,6 +1080,53 @@ mod tests {
         let d = limit(&i);
         assert_eq!(d.limit, Limit::ReceiverDisk);
         assert!(d.message.contains("granted no buffer (GO) 75 %"), "{d}");
+    }
+
+    #[test]
+    fn no_go_while_start_up_never_ended_is_start_up_not_the_receiver() {
+        // Loopback, buffers of one 1400-byte packet: the controller stayed
+        // in start-up for 1.4 s (17,000 round trips) and the sender held
+        // its data with nothing in flight, which reads as no GO (F15).
+        let stuck = |rtt_ms: f64| LimitInputs {
+            rtt_ms: Some(rtt_ms),
+            buffer_size: 1400,
+            packet_size: 1400,
+            bottleneck_bps: Some(27_700.0),
+            times: times(|t| {
+                t.no_go = 1.33;
+                t.paced = 0.05;
+                t.busy = 0.02;
+                t.reasons = vec![("startup", 1.4)];
+            }),
+            ..sender()
+        };
+        let d = limit(&stuck(0.084));
+        assert_eq!(d.limit, Limit::Startup, "{d}");
+        assert!(
+            d.message.contains("never left it (100 % of the time"),
+            "{d}"
+        );
+        assert!(d.message.contains("not the receiver"), "{d}");
+        assert!(
+            d.message
+                .contains("buffers of 1 packet, a larger --buffer-size"),
+            "{d}"
+        );
+        assert_eq!(d.figures["waiting_share"], 0.95);
+        // A start-up of a few round trips is short, not stuck: the missing
+        // GOs are the receiver's, as before.
+        assert_eq!(limit(&stuck(40.0)).limit, Limit::ReceiverDisk);
+        // No round trip measured in 1.4 s is stuck too (seen on a loaded
+        // machine).
+        let d = limit(&LimitInputs {
+            rtt_ms: None,
+            ..stuck(1.0)
+        });
+        assert_eq!(d.limit, Limit::Startup, "{d}");
+        assert!(
+            d.message.contains("1.40 s without a round trip measured"),
+            "{d}"
+        );
     }
 
     #[test]

@@ -71,6 +71,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     default_sigpipe();
     let remote = Remote::resolve(&a.host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
+    a.common.check_min_rate(&a.params)?;
     let report = bench(
         &remote,
         a.size,

@@ -35,8 +35,9 @@ pub struct DemoArgs {
     /// /dev/net/tun.
     #[arg(long, default_value = "continental")]
     pub profile: String,
-    /// Random loss on the emulated path, both directions.
-    #[arg(long, default_value_t = 0.01)]
+    /// Random loss on the emulated path, both directions, as a fraction
+    /// (0.01 is 1 %).
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
     pub loss: f64,
     /// Bytes to move over the emulated path (the loopback run uses --size).
     #[arg(long, value_parser = parse_size, default_value = "60MB")]
@@ -162,6 +163,7 @@ pub fn run_demo_on(o: &DemoOptions, r: DemoReceiver) -> Result<DemoResult, netbl
 /// on the same path for contrast; otherwise on loopback, with a notice.
 pub fn run(a: DemoArgs) -> anyhow::Result<i32> {
     default_sigpipe();
+    emulated_profile(&a)?;
     let emulate = !a.loopback
         && match netblt_emu::check_environment() {
             Ok(()) => true,
@@ -287,21 +289,30 @@ type DemoRun = (
     Vec<(&'static str, f64, f64)>,
 );
 
-/// Emulated path: the profile's links with `--loss` added, NETBLT offered
-/// 90 % of the link rate (it does no congestion control), then 5 s of kernel
-/// TCP on the same path.
-fn run_emulated(a: &DemoArgs) -> anyhow::Result<DemoRun> {
-    use netblt_link::LossModel;
+/// `--profile` and `--loss`, checked whichever path runs: a typo was
+/// accepted without a word where the demo fell back to loopback (F15).
+fn emulated_profile(a: &DemoArgs) -> Result<netblt_link::profiles::Profile, CliError> {
     if !(0.0..1.0).contains(&a.loss) {
-        return Err(CliError::usage(format!("--loss must be in [0, 1), got {}", a.loss)).into());
+        return Err(CliError::usage(format!(
+            "--loss must be in [0, 1) (a fraction: 0.01 is 1 %), got {}",
+            a.loss
+        )));
     }
-    let profile = netblt_link::profiles::profile(&a.profile).ok_or_else(|| {
+    netblt_link::profiles::profile(&a.profile).ok_or_else(|| {
         CliError::usage(format!(
             "unknown profile '{}' (known: {})",
             a.profile,
             netblt_link::profiles::names().join(", ")
         ))
-    })?;
+    })
+}
+
+/// Emulated path: the profile's links with `--loss` added, NETBLT offered
+/// 90 % of the link rate (it does no congestion control), then 5 s of kernel
+/// TCP on the same path.
+fn run_emulated(a: &DemoArgs) -> anyhow::Result<DemoRun> {
+    use netblt_link::LossModel;
+    let profile = emulated_profile(a)?;
     let mut cfg = netblt_emu::EmuConfig::from_profile(
         format!("demo{}", std::process::id() % 100_000),
         &profile,

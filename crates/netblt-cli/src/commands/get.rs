@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::exit::{self, CliError};
 use crate::flags::{CommonFlags, ParamFlags};
-use crate::output::{bundle_error, line, print_failed, why};
+use crate::output::{bundle_error, line, print_failed, shown, why};
 use crate::progress::default_sigpipe;
 use crate::remote::Remote;
 
@@ -80,6 +80,13 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     }
     let remote = Remote::resolve(&a.host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
+    // The server sends: this end's sending flags do nothing here.
+    if a.common.policy != "fair" || a.common.min_rate.is_some() {
+        eprintln!(
+            "netblt: --policy and --min-rate set how this end sends, and on get the server \
+             sends: ignored (--rate and --rate-file limit the server)"
+        );
+    }
     if a.output.as_deref() == Some(std::path::Path::new("-")) {
         return to_stream(a, &remote, params, None);
     }
@@ -106,6 +113,9 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     // A tree fetched lands beside what a killed fetch left there (F13).
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
     crate::leftovers::warn(parent.unwrap_or(std::path::Path::new(".")));
+    if !a.resume {
+        partial_note(&out, &a.name);
+    }
     // The library decides what is in the way (a directory of the name is
     // one fetched again, or in the way of a file); it puts the name in
     // `dest` when `dest` is a directory.
@@ -128,16 +138,64 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
         Err(netblt::Error::Transfer(r)) => *r,
         Err(e) => return Err(CliError::from(e).into()),
     };
+    // The note and the report's text may carry the server's words.
     if let Some(n) = &report.note {
-        eprintln!("netblt: {}: {n}", a.name);
+        eprintln!("netblt: {}", shown(&format!("{}: {n}", a.name)));
     }
     if !a.common.print_json(&serde_json::to_value(&report)?) && report.error.is_none() {
-        println!("{} (saved as {})", line(&report), out.display());
+        println!(
+            "{} (saved as {})",
+            shown(&line(&report)),
+            shown(&out.display().to_string())
+        );
         if let Some(w) = why(&report) {
             println!("{w}");
         }
     }
+    // The partial file stays beside the destination, but the same command
+    // without --resume starts again from zero: say how not to (as `send`
+    // says, F14).
+    if let Some(e @ netblt::Error::Failed(m)) = &report.error {
+        if m == "interrupted" && report.files.is_none() && partial(&out).is_some() {
+            eprintln!("netblt: {}: {e}", a.name);
+            eprintln!(
+                "netblt: {}: what arrived is kept here; the same command with --resume fetches \
+                 only the rest",
+                a.name
+            );
+            return Ok(exit::of(e));
+        }
+    }
     finish(&a.name, &report)
+}
+
+/// The partial file and journal an interrupted `get` leaves beside `out`
+/// (`.NAME.netblt-part`, `.NAME.netblt-journal`): the partial's path and
+/// length, when both are there.
+fn partial(out: &std::path::Path) -> Option<(PathBuf, u64)> {
+    let file = out.file_name()?.to_string_lossy();
+    let dir = out
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let part = dir.join(format!(".{file}.netblt-part"));
+    let len = std::fs::metadata(&part).ok()?.len();
+    dir.join(format!(".{file}.netblt-journal"))
+        .exists()
+        .then_some((part, len))
+}
+
+/// Without --resume, what an interrupted `get` left where this one goes is
+/// started again from zero and replaced: say so before anything moves.
+fn partial_note(out: &std::path::Path, name: &str) {
+    if let Some((part, len)) = partial(out) {
+        eprintln!(
+            "netblt: {name}: {} of an interrupted get are here ({}): this one starts from zero; \
+             --resume fetches only the rest",
+            crate::units::fmt_bytes(len),
+            part.display()
+        );
+    }
 }
 
 /// A character device or a FIFO (followed through links: `/dev/stdout`).
@@ -158,12 +216,12 @@ fn to_stream(
     params: netblt_proto::TransferParams,
     device: Option<std::path::PathBuf>,
 ) -> anyhow::Result<i32> {
-    let shown = device
+    let target = device
         .as_ref()
         .map_or("-o -".to_string(), |d| format!("-o {}", d.display()));
     if a.resume {
         return Err(
-            CliError::usage(format!("--resume needs a file to resume (not {shown})")).into(),
+            CliError::usage(format!("--resume needs a file to resume (not {target})")).into(),
         );
     }
     if a.common.json_stream && device.is_none() {
@@ -194,14 +252,14 @@ fn to_stream(
     };
     if let Some(d) = &device {
         if !a.common.print_json(&serde_json::to_value(&report)?) && report.error.is_none() {
-            println!("{} (written to {})", line(&report), d.display());
+            println!("{} (written to {})", shown(&line(&report)), d.display());
         }
         return finish(&a.name, &report);
     }
     if a.common.json {
         eprintln!("{}", serde_json::to_string(&report)?);
     } else if report.error.is_none() {
-        eprintln!("netblt: {}", line(&report));
+        eprintln!("netblt: {}", shown(&line(&report)));
         if report.files.is_some() {
             eprintln!(
                 "netblt: {}: a directory, written as a tar stream (pipe it to `tar x`)",

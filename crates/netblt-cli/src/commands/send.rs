@@ -11,7 +11,7 @@ use clap::Args;
 
 use crate::exit::{self, CliError};
 use crate::flags::{CommonFlags, ParamFlags};
-use crate::output::{bundle_error, line, print_failed, why};
+use crate::output::{bundle_error, line, print_failed, shown, why};
 use crate::progress::default_sigpipe;
 use crate::remote::Remote;
 
@@ -94,6 +94,7 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     };
     let remote = Remote::resolve(host, netblt::DEFAULT_PORT)?;
     let params = a.params.params(a.common.raw_ip)?;
+    a.common.check_min_rate(&a.params)?;
     let mut opts = a.common.send_options(params, "");
     opts.auto_size = a.params.auto_size();
     opts.resume = a.resume;
@@ -117,7 +118,7 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
         };
         let result = netblt::send_stream(std::io::stdin(), name, remote.first(), &opts);
         bar.finish();
-        return finish_one(result, &a.common, name, true, false);
+        return finish_one(result, &a.common, name, true, None);
     }
     if a.name.is_some() || a.tar {
         return Err(CliError::usage("--name and --tar are for standard input ('-')").into());
@@ -164,7 +165,7 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     for (path, name) in files {
         let result = remote.run(|r| netblt::send_file_as(&path, &name, r, &opts));
         bar.finish();
-        let rc = finish_one(result, &a.common, &name, single, true)?;
+        let rc = finish_one(result, &a.common, &name, single, Some(&path))?;
         if code == exit::OK {
             code = rc;
         }
@@ -180,31 +181,37 @@ fn finish_one(
     common: &CommonFlags,
     name: &str,
     explain: bool,
-    resumable: bool,
+    path: Option<&std::path::Path>,
 ) -> anyhow::Result<i32> {
+    let resumable = path.is_some();
     let report = match result {
         Ok(r) => r,
         Err(netblt::Error::Transfer(r)) => *r,
         // A file that cannot be read: say so and go on with the others.
         Err(e @ netblt::Error::Local(_)) => {
-            eprintln!("netblt: {name}: {e}");
+            eprintln!("netblt: {}", shown(&format!("{name}: {e}")));
             return Ok(exit::of(&e));
         }
         Err(e) => return Err(CliError::from(e).into()),
     };
+    // The note, the error and the receiver's reasons in them come from the
+    // peer: escaped as the receiver escapes what it prints (F15).
     if let Some(n) = &report.note {
-        eprintln!("netblt: {}: {n}", report.name);
+        eprintln!("netblt: {}", shown(&format!("{}: {n}", report.name)));
     }
     if !common.print_json(&serde_json::to_value(&report)?) && report.error.is_none() {
-        println!("{}", line(&report));
+        println!("{}", shown(&line(&report)));
         if let Some(w) = why(&report).filter(|_| explain) {
             println!("{w}");
         }
     }
+    if let Some(p) = path.filter(|_| report.error.is_none()) {
+        grown(p, &report);
+    }
     match &report.error {
         None => Ok(exit::OK),
         Some(e) => {
-            let line = format!("{}: {e}", report.name);
+            let line = shown(&format!("{}: {e}", report.name)).into_owned();
             let rc = exit::of(e);
             if rc == exit::NETWORK {
                 return Err(CliError::new(rc, line).into());
@@ -212,7 +219,11 @@ fn finish_one(
             eprintln!("netblt: {line}");
             // The receiver keeps a stopped file's partial copy, but a plain
             // `send` starts again from zero: say how not to.
-            if resumable && matches!(e, netblt::Error::Failed(m) if m == "interrupted") {
+            // (Not when no buffer was acknowledged: nothing was kept.)
+            if resumable
+                && report.bytes_done > 0
+                && matches!(e, netblt::Error::Failed(m) if m == "interrupted")
+            {
                 eprintln!(
                     "netblt: {}: the receiver keeps what arrived; the same command with --resume \
                      sends only the rest",
@@ -221,6 +232,24 @@ fn finish_one(
             }
             Ok(rc)
         }
+    }
+}
+
+/// A file sent whole that is larger now than when it was opened (a log
+/// being written): what was sent is the size at open (README, F5), which
+/// the success line alone did not say; tar says "file changed as we read
+/// it". Not for a resumed transfer that sent nothing.
+fn grown(path: &std::path::Path, report: &netblt::TransferReport) {
+    let Ok(now) = std::fs::metadata(path).map(|m| m.len()) else {
+        return;
+    };
+    if now > report.bytes && report.digest.is_some() {
+        eprintln!(
+            "netblt: {}: grew while it was sent (now {}): the {} it had when opened were sent",
+            shown(&report.name),
+            crate::units::fmt_bytes(now),
+            crate::units::fmt_bytes(report.bytes)
+        );
     }
 }
 
@@ -244,7 +273,7 @@ fn finish_bundle(
         return Ok((exit::OK, true));
     }
     if !common.print_json(&serde_json::to_value(&report)?) && report.error.is_none() {
-        println!("{}", line(&report));
+        println!("{}", shown(&line(&report)));
         if let Some(w) = why(&report) {
             println!("{w}");
         }
@@ -358,7 +387,7 @@ fn parallel(
                         break;
                     };
                     let result = remote.run(|a| netblt::send_file_as(&path, &name, a, opts));
-                    match finish_one(result, common, &name, false, true) {
+                    match finish_one(result, common, &name, false, Some(&path)) {
                         Ok(rc) => {
                             if let Ok(mut c) = code.lock() {
                                 if *c == exit::OK {

@@ -343,8 +343,14 @@ impl PartFile {
 
     fn abandon_files(&mut self, keep: bool) {
         self.settled = true;
-        let useful =
-            keep && self.journal.is_some() && self.journal().is_some_and(|j| j.usable() > 0);
+        // Never started (`start`, `resume`: refused, or the peer never
+        // answered): the files are an earlier transfer's, untouched, and a
+        // resume can still use them. A `get` without --resume to a wrong
+        // port removed them before anything was fetched (F15).
+        let untouched = self.pos.is_none();
+        let useful = keep
+            && (self.journal.is_some() || untouched)
+            && self.journal().is_some_and(|j| j.usable() > 0);
         if !useful {
             self.discard_files();
         }
@@ -501,6 +507,37 @@ mod tests {
             let on_disk = std::fs::metadata(&fin).unwrap().blocks() * 512;
             assert!(on_disk <= 2 * UNIT + 4 * 4096, "{on_disk} bytes allocated");
         }
+    }
+
+    /// F15: a transfer that never started (refused, no answer) leaves an
+    /// earlier transfer's partial copy as it was; one that starts from
+    /// zero replaces it.
+    #[test]
+    fn a_transfer_that_never_started_keeps_the_partial_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let fin = dir.path().join("k");
+        let data = vec![7u8; (2 * UNIT + 3) as usize];
+        let cv = unit_cv(0, &data[..UNIT as usize]);
+        let mut p = PartFile::open(&fin, false).unwrap();
+        p.ident = Some((data.len() as u64, 5));
+        p.start().unwrap();
+        p.write(&data[..(UNIT + 1) as usize]).unwrap();
+        p.record(&[cv]);
+        p.abandon(true);
+        // Opened again and dropped unstarted: kept.
+        drop(PartFile::open(&fin, false).unwrap());
+        let p = PartFile::open(&fin, false).unwrap();
+        assert_eq!(p.journal().map(|j| j.usable()), Some(1));
+        drop(p);
+        // Started from zero, then given up before a unit: gone.
+        let mut p = PartFile::open(&fin, false).unwrap();
+        p.ident = Some((data.len() as u64, 5));
+        p.start().unwrap();
+        p.abandon(true);
+        assert!(!dir.path().join(".k.netblt-part").exists());
+        // Nothing there before, nothing started: no empty file left.
+        drop(PartFile::open(&dir.path().join("n"), false).unwrap());
+        assert!(!dir.path().join(".n.netblt-part").exists());
     }
 
     #[test]
