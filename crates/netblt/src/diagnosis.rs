@@ -477,7 +477,9 @@ const STUCK_UNMEASURED_S: f64 = 0.2;
 /// (`Wait::NoGo`), but the receiver granted buffers all along. Seen on
 /// loopback with buffers of 1, 2, 4 or 8 packets of 1400 bytes (28.8 Mb/s;
 /// 636 Mb/s with the same buffers and `--policy fixed`), which the "why"
-/// line had blamed on the receiver's disk (F14, F15).
+/// line had blamed on the receiver's disk (F14, F15). That cause is fixed
+/// (R69: FEEDBACK echoes of buffers already OK'd gave the controller no
+/// sample); the verdict stays for any other that holds start-up so long.
 fn stuck_startup(
     i: &LimitInputs,
     held: f64,
@@ -502,15 +504,12 @@ fn stuck_startup(
         None => String::new(),
     };
     // Buffers of a few packets: the case seen, and what avoids it.
-    let packets = (i.packet_size > 0)
-        .then(|| (f64::from(i.buffer_size) / f64::from(i.packet_size)).ceil())
-        .filter(|&p| p <= 8.0)
-        .map_or(String::new(), |p| {
-            format!(
-                "; with buffers of {p} packet{}, a larger --buffer-size avoids it",
-                if p == 1.0 { "" } else { "s" }
-            )
-        });
+    let packets = few_packets(i).map_or(String::new(), |p| {
+        format!(
+            "; with buffers of {p} packet{}, a larger --buffer-size avoids it",
+            if p == 1.0 { "" } else { "s" }
+        )
+    });
     d.say(
         Limit::Startup,
         format!(
@@ -519,6 +518,15 @@ fn stuck_startup(
             pct(held)
         ),
     )
+}
+
+/// Packets per buffer, when a buffer is at most eight packets (the
+/// smallest pacing group, R69): small enough that per-buffer exchanges,
+/// not the data, set the pace.
+fn few_packets(i: &LimitInputs) -> Option<f64> {
+    (i.packet_size > 0)
+        .then(|| (f64::from(i.buffer_size) / f64::from(i.packet_size)).ceil())
+        .filter(|&p| p <= 8.0)
 }
 
 /// Names one of the sender's holds, with the share of the data phase it
@@ -545,6 +553,20 @@ fn hold(
         }
         Limit::ReceiverDisk => {
             d.fig("waiting_share", s);
+            // Buffers of a few packets each wait for their own GO, so the
+            // receiver's turnaround per buffer, not its disk, sets the pace
+            // (R69: 1400-byte buffers on loopback waited 38 % of the time
+            // for a GO from `recv --sink`, which has no disk).
+            if let Some(p) = few_packets(i) {
+                return d.say(
+                    Limit::ReceiverDisk,
+                    format!(
+                        "limited by the receiver's buffer grants: with buffers of {p} packet{}, each waits for its own GO, and none was granted {} of the time while data was ready; a larger --buffer-size avoids it",
+                        if p == 1.0 { "" } else { "s" },
+                        pct(s)
+                    ),
+                );
+            }
             d.say(
                 Limit::ReceiverDisk,
                 format!(

@@ -196,6 +196,9 @@ struct Flow {
 }
 
 impl Flow {
+    /// Bytes delivered so far, counted per DATA packet received (at
+    /// [`packet_data`] bytes each) so that the series follows arrivals, not
+    /// whole buffers.
     fn delivered(&self) -> u64 {
         match &self.agents[1] {
             Agent::TcpRecv(r) => r.delivered(),
@@ -275,7 +278,9 @@ impl Dumbbell {
             };
             let stream = 16 + 4 * i as u64;
             let (netblt_cfg, packet_size) = match &f.kind {
-                FlowKind::Netblt(n) => (Some(n.configs()), u64::from(n.packet_size)),
+                FlowKind::Netblt(n) => {
+                    (Some(n.configs()), packet_data(n.packet_size, n.buffer_size))
+                }
                 FlowKind::Tcp(c) => (None, u64::from(c.mss)),
             };
             flows.push(Flow {
@@ -354,7 +359,7 @@ impl Dumbbell {
     pub fn set_netblt_configs(&mut self, flow: usize, sender: Config, receiver: Config) -> bool {
         match self.flows.get_mut(flow) {
             Some(f) if matches!(f.kind, FlowKind::Netblt(_)) => {
-                f.packet_size = u64::from(sender.params.packet_size);
+                f.packet_size = packet_data(sender.params.packet_size, sender.params.buffer_size);
                 f.netblt_cfg = Some((sender, receiver));
                 true
             }
@@ -832,4 +837,14 @@ pub fn run_dumbbell_with(
         }
     }
     Ok(d.run())
+}
+
+/// The mean data bytes of the packets a whole buffer is cut into: the
+/// packet size, unless the buffer is smaller or not a multiple of it (its
+/// last packet is short). Counted at the packet size, buffers of 500 bytes
+/// under 1400-byte packets read 46 Mb/s delivered on a 20 Mb/s path (R69).
+fn packet_data(packet_size: u16, buffer_size: u32) -> u64 {
+    let psz = u64::from(packet_size.max(1));
+    let bsz = u64::from(buffer_size.max(1));
+    bsz.div_ceil(bsz.div_ceil(psz)).min(psz)
 }
