@@ -275,6 +275,11 @@ fn bad_values_are_named_for_what_they_are() {
             &["demo", "--loopback", "--profile", "nope"],
             "unknown profile 'nope'",
         ),
+        (
+            &["sim", "--loss", "-0.1"],
+            "--loss must be between 0 and 1, got -0.1",
+        ),
+        (&["sim", "--delay", "-5"], "--delay must be between 0"),
     ] {
         let o = output(args);
         let e = String::from_utf8_lossy(&o.stderr);

@@ -61,22 +61,22 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Packet loss probability on both links (0..1), replacing the profile's.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub loss: Option<f64>,
     /// Bit-error rate on both links (a packet with an error is dropped).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub ber: Option<f64>,
     /// Probability that a packet is held back and overtaken.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub reorder: Option<f64>,
     /// Probability that a packet is delivered twice.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub duplicate: Option<f64>,
     /// Probability that a packet is delivered with one bit flipped.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub corrupt: Option<f64>,
     /// One-way propagation delay in milliseconds, both directions.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub delay: Option<f64>,
     /// Bottleneck rate in bits per second (e.g. 1.544M), both directions.
     #[arg(long, value_parser = parse_rate)]
