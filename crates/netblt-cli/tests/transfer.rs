@@ -685,8 +685,11 @@ fn bench_with_buffers_of_one_packet_does_not_blame_the_receiver() {
     assert_eq!(code, Some(0), "{e}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     let message = v["limit"]["message"].as_str().unwrap_or("");
+    // What holds it depends on the machine (a debug build's bench feeds
+    // its buffers slower than they go): never start-up, never the
+    // receiver's disk.
     assert_ne!(v["limit"]["limit"], "startup", "{message}");
-    assert!(!message.contains("disk"), "{message}");
+    assert!(!message.contains("receiver's disk"), "{message}");
     if v["limit"]["limit"] == "receiver-disk" {
         assert!(
             message.contains("buffers of 1 packet, each waits for its own GO"),
