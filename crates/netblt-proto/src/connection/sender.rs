@@ -350,9 +350,6 @@ impl Sender {
         })
     }
 
-    /// Paces at the controller's rate: groups of `quantum` packets (16 when
-    /// not configured) spaced to give the rate. The RFC's burst fields (sent
-    /// in NULL-ACKs) carry the nearest whole-millisecond equivalent.
     /// The mean size of the DATA packets a whole buffer is cut into: the
     /// negotiated packet size, unless the buffer is smaller or not a
     /// multiple of it (its last packet is short). The pacer and the
@@ -368,6 +365,9 @@ impl Sender {
         u16::try_from(bsz.div_ceil(per_buffer).min(psz)).unwrap_or(u16::MAX)
     }
 
+    /// Paces at the controller's rate: groups of `quantum` packets (16 when
+    /// not configured) spaced to give the rate. The RFC's burst fields (sent
+    /// in NULL-ACKs) carry the nearest whole-millisecond equivalent.
     fn apply_rate(&mut self) {
         let Some(r) = &self.rate else { return };
         let bps = r.pacing_bps().max(1.0);
