@@ -117,6 +117,26 @@ pub fn why(r: &TransferReport) -> Option<String> {
     r.limit.as_ref().map(|d| format!("why: {}", d.message))
 }
 
+/// On a terminal, after a transfer that met its receiver for the first time
+/// (trust on first use): its key is now in known_hosts, as ssh says
+/// "Permanently added". Only for a person watching: scripts have the JSON's
+/// `security.pinned`, and a line on every first contact would change the
+/// standard error that scripts read.
+pub fn first_contact(r: &TransferReport, json: bool) {
+    use std::io::IsTerminal;
+    let Some(s) = r.security.as_ref().filter(|s| s.pinned) else {
+        return;
+    };
+    if json || !std::io::stderr().is_terminal() {
+        return;
+    }
+    eprintln!(
+        "netblt: first contact with {}: its key {} is now in known_hosts; another key from there will be refused",
+        shown(&r.peer),
+        s.peer.as_deref().unwrap_or("-")
+    );
+}
+
 /// The RFC 1030 appendix row (`commands::sim::TABLE_HEADER`'s columns).
 pub fn table_row(r: &TransferReport) -> String {
     let speed = r

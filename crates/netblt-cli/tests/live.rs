@@ -181,6 +181,53 @@ fn bar_on_a_terminal() {
     }
 }
 
+/// First contact with a receiver records its key in known_hosts, and a
+/// person at a terminal is told so once, as ssh says "Permanently added";
+/// the JSON says `security.pinned`, and without a terminal nothing is
+/// printed (scripts read standard error).
+#[test]
+fn first_contact_is_said_once_on_a_terminal() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no script(1)");
+        return;
+    }
+    let r = Recv::start(&["--sink"]);
+    let on_tty = || {
+        let cmd = format!("{} bench {} --size 1M", bin(), r.addr);
+        let out = std::process::Command::new("script")
+            .args(["-q", "-e", "-c", &cmd, "/dev/null"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{text}");
+        text
+    };
+    let first = on_tty();
+    assert!(
+        first.contains(&format!("first contact with {}: its key", r.addr))
+            && first.contains("is now in known_hosts"),
+        "{first}"
+    );
+    let again = on_tty();
+    assert!(!again.contains("first contact"), "{again}");
+    // Pinned already: the JSON says it was not this transfer's doing.
+    let (code, out, err) = run(&["bench", &r.addr, "--size", "1M", "--json"], T);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["security"]["pinned"], false, "{v}");
+    // A new receiver, without a terminal: pinned, and nothing printed.
+    let r2 = Recv::start(&["--sink"]);
+    let (code, out, err) = run(&["bench", &r2.addr, "--size", "1M", "--json"], T);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["security"]["pinned"], true, "{v}");
+    assert!(!err.contains("first contact"), "{err}");
+}
+
 /// `s` without its terminal escape sequences (`ESC [ ... letter`).
 fn strip_escapes(s: &str) -> String {
     let mut out = String::new();

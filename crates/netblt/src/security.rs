@@ -317,6 +317,11 @@ pub struct SecurityReport {
     pub pattern: String,
     /// The peer's key fingerprint, once authenticated.
     pub peer: Option<String>,
+    /// First contact: this transfer found no key for the peer's address in
+    /// `known_hosts` and recorded the one it authenticated (trust on first
+    /// use, as ssh's "Permanently added"); a different key from that
+    /// address is refused from now on.
+    pub pinned: bool,
     /// Packets that failed authentication (forged, modified, truncated).
     pub forged: u64,
     /// Replayed packets (counter seen before, or behind the window).

@@ -82,6 +82,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         a.params.auto_size(),
     )
     .map_err(CliError::from)?;
+    crate::output::first_contact(&report, a.common.machine());
     if a.common.machine() {
         let mut v = serde_json::to_value(&report)?;
         if let (Some(o), Some(io)) = (v.as_object_mut(), report.io) {

@@ -138,6 +138,7 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
         Err(netblt::Error::Transfer(r)) => *r,
         Err(e) => return Err(CliError::from(e).into()),
     };
+    crate::output::first_contact(&report, a.common.machine());
     // The note and the report's text may carry the server's words.
     if let Some(n) = &report.note {
         eprintln!("netblt: {}", shown(&format!("{}: {n}", a.name)));

@@ -11,7 +11,7 @@ use clap::Args;
 
 use crate::exit::{self, CliError};
 use crate::flags::{CommonFlags, ParamFlags};
-use crate::output::{bundle_error, line, print_failed, shown, why};
+use crate::output::{bundle_error, first_contact, line, print_failed, shown, why};
 use crate::progress::default_sigpipe;
 use crate::remote::Remote;
 
@@ -194,6 +194,7 @@ fn finish_one(
         }
         Err(e) => return Err(CliError::from(e).into()),
     };
+    first_contact(&report, common.machine());
     // The note, the error and the receiver's reasons in them come from the
     // peer: escaped as the receiver escapes what it prints (F15).
     if let Some(n) = &report.note {
@@ -272,6 +273,7 @@ fn finish_bundle(
     if old {
         return Ok((exit::OK, true));
     }
+    first_contact(&report, common.machine());
     if !common.print_json(&serde_json::to_value(&report)?) && report.error.is_none() {
         println!("{}", shown(&line(&report)));
         if let Some(w) = why(&report) {

@@ -392,11 +392,14 @@ impl ActiveSecurity {
                     if self.first_contact {
                         if let Some(kh) = &mut self.known_hosts {
                             match kh.pin(&self.host_id, &key) {
-                                Ok(()) => tracing::info!(
+                                Ok(()) => {
+                                    self.report.pinned = true;
+                                    tracing::info!(
                                     host = %self.host_id,
                                     key = %key.fingerprint(),
-                                    "first contact: pinned the receiver's key in known_hosts"
-                                ),
+                                        "first contact: pinned the receiver's key in known_hosts"
+                                    )
+                                }
                                 Err(e) => tracing::warn!(error = %e, "could not pin the key"),
                             }
                         }
