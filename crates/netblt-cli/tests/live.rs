@@ -129,12 +129,7 @@ fn no_bar_when_stderr_is_not_a_terminal() {
 /// retransmissions and the rate limit.
 #[test]
 fn bar_on_a_terminal() {
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: no script(1)");
+    if !has_script() {
         return;
     }
     let src = tempfile::tempdir().unwrap();
@@ -149,13 +144,7 @@ fn bar_on_a_terminal() {
             f.display(),
             r.addr
         );
-        let out = std::process::Command::new("script")
-            .args(["-q", "-e", "-c", &cmd, "/dev/null"])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(out.status.success(), "{text}");
-        text
+        on_terminal(&cmd)
     };
     let text = bar(160);
     for want in ["ETA", "rxm", "limit", "Mb/s"] {
@@ -187,24 +176,13 @@ fn bar_on_a_terminal() {
 /// printed (scripts read standard error).
 #[test]
 fn first_contact_is_said_once_on_a_terminal() {
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: no script(1)");
+    if !has_script() {
         return;
     }
     let r = Recv::start(&["--sink"]);
     let on_tty = || {
         let cmd = format!("{} bench {} --size 1M", bin(), r.addr);
-        let out = std::process::Command::new("script")
-            .args(["-q", "-e", "-c", &cmd, "/dev/null"])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(out.status.success(), "{text}");
-        text
+        on_terminal(&cmd)
     };
     let first = on_tty();
     assert!(
@@ -226,6 +204,30 @@ fn first_contact_is_said_once_on_a_terminal() {
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["security"]["pinned"], true, "{v}");
     assert!(!err.contains("first contact"), "{err}");
+}
+
+/// Whether `script(1)` is here to give a command a pseudo-terminal.
+fn has_script() -> bool {
+    let here = std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !here {
+        eprintln!("skipped: no script(1)");
+    }
+    here
+}
+
+/// Runs the shell command `cmd` on a pseudo-terminal (`script`), asserts
+/// that it succeeded, and returns what the terminal showed.
+fn on_terminal(cmd: &str) -> String {
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", cmd, "/dev/null"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    text
 }
 
 /// `s` without its terminal escape sequences (`ESC [ ... letter`).
