@@ -70,6 +70,7 @@
 #![deny(missing_docs)]
 
 mod app;
+mod budget;
 mod client;
 mod cpu_wait;
 mod diagnosis;
@@ -91,6 +92,7 @@ pub use app::params::{
     AUTO_PACKET_MAX, AUTO_RATE, DEFAULT_BUFFERS, DEFAULT_RATE, LAN_PACKET_SIZE,
     MAX_UDP_PACKET_SIZE, MIN_QUEUED_BUFFERS,
 };
+pub use app::partial::partial_copy;
 pub use client::{
     bench, files_to_send, get, get_to_writer, send_bundle, send_dir, send_file, send_file_as,
     send_reader, send_stream, send_tar, skip_same,

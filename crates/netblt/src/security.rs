@@ -15,6 +15,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::budget::Budget;
 use netblt_crypto::{
     AuthorizedKeys, FileError, Identity, KeyDir, KnownHosts, LimitConfig, OneTimeCode, OsRandom,
 };
@@ -191,9 +192,8 @@ pub(crate) struct AuthorizedKeysFile {
     stamp: Option<Stamp>,
     /// The file had changed within [`RACY`] of that `stat`.
     racy: bool,
-    /// Rate of checks (GCRA): a check is allowed while this lies at most
-    /// `(CHECK_BURST - 1) * CHECK_EVERY` ahead of now.
-    next: Instant,
+    /// Checks allowed: [`CHECK_BURST`], then one per [`CHECK_EVERY`].
+    checks_left: Budget,
     /// The problem last logged, not repeated while it lasts.
     complaint: Option<String>,
     /// Checks made (`stat` calls after start).
@@ -221,7 +221,7 @@ impl AuthorizedKeysFile {
             path,
             keys,
             stamp,
-            next: now,
+            checks_left: Budget::new(now, CHECK_BURST, CHECK_EVERY),
             complaint: None,
             checks: 0,
             reads: 0,
@@ -242,12 +242,9 @@ impl AuthorizedKeysFile {
     /// [`refresh`](Self::refresh) with the wall clock's time given (for
     /// the racy rule).
     fn refresh_at(&mut self, now: Instant, wall: SystemTime) -> bool {
-        let tolerance = CHECK_EVERY * (CHECK_BURST - 1);
-        let next = self.next.max(now);
-        if next.saturating_duration_since(now) > tolerance {
+        if !self.checks_left.take(now) {
             return false;
         }
-        self.next = next + CHECK_EVERY;
         self.checks += 1;
         let stamp = match Stamp::of(&self.path) {
             Ok(s) => s,
@@ -346,7 +343,7 @@ impl SecurityReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netblt_crypto::{PublicKey, SeededRandom};
+    use netblt_crypto::{PublicKey, SecureRandom, SeededRandom};
     use std::io::Write;
 
     fn key(seed: u64) -> PublicKey {
@@ -470,16 +467,10 @@ mod tests {
         assert!(f.complaint.is_none());
         // Junk of every kind never panics, and never replaces good keys
         // (only a file of blanks and comments, a valid empty list, does).
-        let mut x: u64 = 7;
+        let mut junk = SeededRandom::from_u64(7);
         for i in 0..300u32 {
-            let bytes: Vec<u8> = (0..=i % 97)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect();
+            let mut bytes = vec![0u8; (i % 97) as usize + 1];
+            junk.fill(&mut bytes);
             std::fs::write(&path, &bytes).unwrap();
             f.refresh_at(t0 + CHECK_EVERY * (6 + i), SystemTime::now());
             assert!(f.keys().contains(&b) || f.keys().is_empty());

@@ -157,7 +157,7 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     // without --resume starts again from zero: say how not to (as `send`
     // says, F14).
     if let Some(e @ netblt::Error::Failed(m)) = &report.error {
-        if m == "interrupted" && report.files.is_none() && partial(&out).is_some() {
+        if m == "interrupted" && report.files.is_none() && netblt::partial_copy(&out).is_some() {
             eprintln!("netblt: {}: {e}", a.name);
             eprintln!(
                 "netblt: {}: what arrived is kept here; the same command with --resume fetches \
@@ -170,26 +170,10 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     finish(&a.name, &report)
 }
 
-/// The partial file and journal an interrupted `get` leaves beside `out`
-/// (`.NAME.netblt-part`, `.NAME.netblt-journal`): the partial's path and
-/// length, when both are there.
-fn partial(out: &std::path::Path) -> Option<(PathBuf, u64)> {
-    let file = out.file_name()?.to_string_lossy();
-    let dir = out
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let part = dir.join(format!(".{file}.netblt-part"));
-    let len = std::fs::metadata(&part).ok()?.len();
-    dir.join(format!(".{file}.netblt-journal"))
-        .exists()
-        .then_some((part, len))
-}
-
 /// Without --resume, what an interrupted `get` left where this one goes is
 /// started again from zero and replaced: say so before anything moves.
 fn partial_note(out: &std::path::Path, name: &str) {
-    if let Some((part, len)) = partial(out) {
+    if let Some((part, len)) = netblt::partial_copy(out) {
         eprintln!(
             "netblt: {name}: {} of an interrupted get are here ({}): this one starts from zero; \
              --resume fetches only the rest",

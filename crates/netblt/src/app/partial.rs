@@ -92,6 +92,18 @@ fn side_path(final_path: &Path, suffix: &str) -> PathBuf {
     }
 }
 
+/// What an interrupted transfer left beside `final_path` to resume from:
+/// its partial file (`.<name>.netblt-part`, or the hashed name of a long
+/// one) and that file's length, when its journal is there too. For a tool
+/// to say that `--resume` would continue it (F15).
+pub fn partial_copy(final_path: &Path) -> Option<(PathBuf, u64)> {
+    let part = side_path(final_path, ".netblt-part");
+    let len = std::fs::metadata(&part).ok()?.len();
+    side_path(final_path, ".netblt-journal")
+        .exists()
+        .then_some((part, len))
+}
+
 impl PartFile {
     /// Opens (without truncating) and locks the partial file for
     /// `final_path`. Refuses at once if the final file exists and `force` is
@@ -524,6 +536,8 @@ mod tests {
         p.write(&data[..(UNIT + 1) as usize]).unwrap();
         p.record(&[cv]);
         p.abandon(true);
+        // What a tool finds to resume from.
+        assert!(partial_copy(&fin).is_some_and(|(p, len)| p.ends_with(".k.netblt-part") && len > 0));
         // Opened again and dropped unstarted: kept.
         drop(PartFile::open(&fin, false).unwrap());
         let p = PartFile::open(&fin, false).unwrap();
@@ -535,6 +549,7 @@ mod tests {
         p.start().unwrap();
         p.abandon(true);
         assert!(!dir.path().join(".k.netblt-part").exists());
+        assert!(partial_copy(&fin).is_none());
         // Nothing there before, nothing started: no empty file left.
         drop(PartFile::open(&dir.path().join("n"), false).unwrap());
         assert!(!dir.path().join(".n.netblt-part").exists());

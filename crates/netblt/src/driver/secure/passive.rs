@@ -6,7 +6,7 @@
 //!    load, before a valid cookie came back ([`CookieGenerator`]: an
 //!    initiation without one gets a 42-byte cookie reply and nothing
 //!    else). Under load means `cookie_threshold` slots in use, or the
-//!    handshake budget spent (decision K27, [`HandshakeBudget`]): at most
+//!    handshake budget spent (decision K27, [`Budget`](crate::budget::Budget)): at most
 //!    [`HANDSHAKE_BURST`] refusals after a Diffie-Hellman at once and
 //!    [`HANDSHAKES_PER_SEC`] a second after that, before initiations need
 //!    a cookie (handshakes that succeed do not count, K28). Under load, one that came
@@ -61,6 +61,7 @@ use super::{
     handshake_datagram, kind, open_body, plain_open, plain_reason, ports, refused, Rx, OPEN, PLAIN,
     PROTECTED, RESPONSE,
 };
+use crate::budget::Budget;
 use crate::error::{AppError, Kind};
 use crate::security::{AuthorizedKeysFile, Encryption, Keys, SecurityReport};
 
@@ -77,48 +78,6 @@ pub(crate) const HANDSHAKE_BURST: u32 = 64;
 /// costs 37 µs and an IK initiation read and refused 108 µs: a flood of
 /// refused initiations gets at most 1.1 % of one core, whatever its rate.
 pub(crate) const HANDSHAKES_PER_SEC: u32 = 100;
-
-/// The passive end's budget of handshake work (decision K27): a token
-/// bucket (GCRA) of initiations refused after their Diffie-Hellman (an
-/// unknown key, a replay, one that does not decrypt). The slots alone (K9)
-/// miss those, which give their slot back at once. Handshakes that
-/// succeed do not count (K28): `send --per-file` of 200 files with 8 at
-/// once read 300 initiations a second, all good, and counting them turned
-/// cookies on for a sender that had done nothing wrong. A flood can only
-/// be refused (it holds no authorized key), so it still spends the budget.
-#[derive(Debug)]
-pub(crate) struct HandshakeBudget {
-    /// Theoretical arrival time: the budget is spent while this lies more
-    /// than `tolerance` ahead of now.
-    tat: Instant,
-    every: Duration,
-    tolerance: Duration,
-}
-
-impl HandshakeBudget {
-    pub(crate) fn new(now: Instant, burst: u32, per_sec: u32) -> HandshakeBudget {
-        let every = Duration::from_secs(1) / per_sec.max(1);
-        HandshakeBudget {
-            tat: now,
-            every,
-            tolerance: every * burst.max(1).saturating_sub(1),
-        }
-    }
-
-    /// No work left for an initiation without a cookie.
-    pub(crate) fn spent(&self, now: Instant) -> bool {
-        self.tat.saturating_duration_since(now) > self.tolerance
-    }
-
-    /// Takes one handshake's worth if any is left.
-    pub(crate) fn take(&mut self, now: Instant) -> bool {
-        if self.spent(now) {
-            return false;
-        }
-        self.tat = self.tat.max(now) + self.every;
-        true
-    }
-}
 
 /// A peer: its address and NETBLT port (raw IP carries no UDP port).
 type PeerKey = (SocketAddr, u16);
@@ -228,8 +187,16 @@ pub(crate) struct PassiveSecurity {
     /// over every peer.
     by_port: HashMap<u16, Vec<PeerKey>>,
     limiter: ConnectionLimiter,
-    /// Handshake work without a cookie (K27): when spent, under load.
-    budget: HandshakeBudget,
+    /// The budget of handshake work (decision K27): initiations refused
+    /// after their Diffie-Hellman (an unknown key, a replay, one that does
+    /// not decrypt), which the slots alone (K9) miss, as they give their
+    /// slot back at once. Handshakes that succeed do not count (K28): `send
+    /// --per-file` of 200 files with 8 at once read 300 initiations a
+    /// second, all good, and counting them turned cookies on for a sender
+    /// that had done nothing wrong. A flood can only be refused (it holds
+    /// no authorized key), so it still spends the budget. When spent,
+    /// initiations need a cookie.
+    budget: Budget,
     /// Slots kept, until the time given, by handshakes refused after their
     /// Diffie-Hellman that came under load with a valid cookie (K27), in
     /// time order. At most `max_total`: each holds a slot.
@@ -285,7 +252,11 @@ impl PassiveSecurity {
             peers: HashMap::new(),
             by_port: HashMap::new(),
             limiter: ConnectionLimiter::new(enc.limits),
-            budget: HandshakeBudget::new(epoch, HANDSHAKE_BURST, HANDSHAKES_PER_SEC),
+            budget: Budget::new(
+                epoch,
+                HANDSHAKE_BURST,
+                Duration::from_secs(1) / HANDSHAKES_PER_SEC,
+            ),
             held: VecDeque::new(),
             cookies: CookieGenerator::new(secs(epoch, epoch), &mut OsRandom),
             fresh: InitiationFreshness::new(FreshnessConfig::default()),

@@ -279,19 +279,3 @@ fn a_cookie_holder_gets_its_per_source_limit_per_five_seconds() {
     sec.on_tick(now + span + HALF_OPEN_TIMEOUT);
     assert_eq!(sec.limiter.total(), 0);
 }
-
-#[test]
-fn the_handshake_budget_is_a_burst_then_a_rate() {
-    let t0 = Instant::now();
-    let mut b = HandshakeBudget::new(t0, 4, 100);
-    assert!((0..4).all(|_| b.take(t0)));
-    assert!(b.spent(t0) && !b.take(t0));
-    // 10 ms later, one more.
-    let t = t0 + Duration::from_millis(10);
-    assert!(b.take(t) && !b.take(t));
-    // Idle for long: back to the burst, not more.
-    let t = t0 + Duration::from_secs(60);
-    assert_eq!((0..10).filter(|_| b.take(t)).count(), 4);
-    // An Instant before the last one (never from the driver) is harmless.
-    assert!(!b.take(t0));
-}
