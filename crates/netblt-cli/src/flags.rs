@@ -137,7 +137,7 @@ impl ParamFlags {
         let (burst_size, burst_interval_ms) =
             match (self.rate, self.burst_size, self.burst_interval) {
                 (Some(0), _, _) => return Err(CliError::usage("--rate must be positive")),
-                (Some(r), _, _) => TransferParams::burst_for_rate(r, psz),
+                (Some(r), _, _) => TransferParams::burst_for_rate_exact(r, psz),
                 (None, Some(b), Some(i)) => (b, i),
                 _ => TransferParams::burst_for_rate(DEFAULT_RATE, psz),
             };

@@ -114,7 +114,8 @@ fn vanished_receiver_is_reported() {
     let src = tempfile::tempdir().unwrap();
     let p = src.path().join("big");
     write(&p, &data(20_000_000, 4));
-    let r = Recv::start(&["--sink"]);
+    let dst = tempfile::tempdir().unwrap();
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
     let mut sender = std::process::Command::new(bin())
         .args([
             "send",
@@ -280,6 +281,10 @@ fn bad_values_are_named_for_what_they_are() {
             "--loss must be between 0 and 1, got -0.1",
         ),
         (&["sim", "--delay", "-5"], "--delay must be between 0"),
+        (
+            &["send", "a.bin", "127.0.0.1", "--force"],
+            "--force is the receiver's: start it with `netblt recv --force`",
+        ),
     ] {
         let o = output(args);
         let e = String::from_utf8_lossy(&o.stderr);

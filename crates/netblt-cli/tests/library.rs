@@ -42,13 +42,9 @@ fn the_send_file_example_sends_a_file_to_netblt_recv() {
     let bytes = data(300_000, 8);
     let file = src.path().join("example.bin");
     write(&file, &bytes);
-    // The library is insecure by default (K14): so is this receiver.
-    let r = Recv::start(&[
-        "--dir",
-        dst.path().to_str().unwrap(),
-        "--once",
-        "--insecure",
-    ]);
+    // The example encrypts, as the tool does (keys from the tests'
+    // NETBLT_HOME, which the receiver authorizes).
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--once"]);
     let args = [
         file.to_str().unwrap().to_string(),
         r.addr.clone(),

@@ -285,6 +285,32 @@ fn sink_bench_and_json() {
 }
 
 #[test]
+fn a_file_sent_to_a_sink_is_said_not_stored() {
+    // F15 #11: `send FILE` to `recv --sink` said "verified", rc 0, and an
+    // scp user would think the file was stored.
+    let src = tempfile::tempdir().unwrap();
+    let p = src.path().join("a.bin");
+    write(&p, &data(300_000, 7));
+    let r = Recv::start(&["--sink"]);
+    let (code, out, e) = send(&[&p], &r.addr, &[]);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(out.contains("verified"), "{out}");
+    assert!(e.contains("a.bin: the receiver discards"), "{e}");
+    let (code, out, e) = send(&[&p], &r.addr, &["--json"]);
+    assert_eq!(code, Some(0), "{e}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert!(
+        v["note"].as_str().is_some_and(|n| n.contains("not stored")),
+        "{out}"
+    );
+    // A memory-to-memory test is what a sink is for: nothing to say.
+    let (code, out, e) = run(&["bench", &r.addr, "--size", "1MB", "--json"], T);
+    assert_eq!(code, Some(0), "{e}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert!(v.get("note").is_none(), "{out}");
+}
+
+#[test]
 fn demo_runs() {
     // On loopback: the emulated demo measures kernel TCP for 2 x 5 s beside
     // NETBLT, too long for the suite (the emulator has its own tests).

@@ -20,6 +20,20 @@ pub const MAX_PACKET_SIZE: u16 = (u16::MAX as usize - DATA_HEADER_LEN) as u16;
 /// Packet numbers are 16 bits and per buffer (decision Z5), so a buffer holds
 /// at most this many packets.
 pub const MAX_PACKETS_PER_BUFFER: u32 = 1 << 16;
+/// How far below a wanted rate [`TransferParams::burst_for_rate`]'s
+/// whole-packet burst per whole milliseconds (RFC 998's burst fields) may
+/// fall: the shortest interval within 1 % keeps bursts short for a pacer
+/// that releases a burst at once, as RFC 998 describes.
+pub const BURST_RATE_TOLERANCE: f64 = 0.01;
+/// The same for a rate the application gave
+/// ([`TransferParams::burst_for_rate_exact`]). A user's rate passed through
+/// several 1 % roundings (the offer, the path's packet size, a probe's
+/// refit) and lost them all: `--rate 200M` became 196 Mb/s. At 0.1 % the
+/// interval is often longer (200 Mb/s of 1400-byte packets: 125 per 7 ms
+/// instead of 71 per 4 ms); with a [`Config::pacing_quantum`] (the tool's
+/// default) the pacer spreads a burst in groups of that many packets, so
+/// the packets do not leave closer together.
+pub const EXACT_RATE_TOLERANCE: f64 = 0.001;
 
 /// The parameters NETBLT negotiates in OPEN/RESPONSE (RFC 998 §4, §5.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,8 +175,10 @@ impl TransferParams {
     /// The burst of packets of `packet_size` bytes that comes closest to
     /// `bps` without passing it, no larger than `max_size` and no shorter
     /// than `min_interval_ms` (each field at least as restrictive as a
-    /// burst already agreed, RFC 998 §4). Used when a path probe (R58)
-    /// made packets larger than those the agreed burst was sized for.
+    /// burst already agreed, RFC 998 §4), within [`EXACT_RATE_TOLERANCE`]
+    /// when it can. Used when a path probe (R58) made packets larger than
+    /// those the agreed burst was sized for: only this project's senders
+    /// probe, and they spread a burst ([`Config::pacing_quantum`]).
     pub fn burst_within(
         bps: f64,
         packet_size: u16,
@@ -182,7 +198,7 @@ impl TransferParams {
             if size >= 1.0 && rate > best.2 + 1e-12 {
                 best = (size as u16, interval, rate);
             }
-            if best.2 >= 0.99 * per_ms {
+            if best.2 >= (1.0 - EXACT_RATE_TOLERANCE) * per_ms {
                 break;
             }
         }
@@ -191,11 +207,23 @@ impl TransferParams {
 
     /// Burst size and interval giving `bps` bits of data per second with
     /// packets of `packet_size` bytes, never more: the shortest interval
-    /// (from 1 ms) whose whole-packet burst comes within 1 % of the rate,
-    /// else the closest below it found up to 1 s. Rounding a burst *up* would
-    /// overrun the link the user asked us to respect (18.9 Mb/s became
-    /// 23.2 Mb/s and lost a quarter of its packets on a 20 Mb/s path).
+    /// (from 1 ms) whose whole-packet burst comes within
+    /// [`BURST_RATE_TOLERANCE`] of the rate, else the closest below it found
+    /// up to 1 s. Rounding a burst *up* would overrun the link the user asked
+    /// us to respect (18.9 Mb/s became 23.2 Mb/s and lost a quarter of its
+    /// packets on a 20 Mb/s path).
     pub fn burst_for_rate(bps: u64, packet_size: u16) -> (u16, u16) {
+        Self::burst_for_rate_within(bps, packet_size, BURST_RATE_TOLERANCE)
+    }
+
+    /// [`burst_for_rate`](Self::burst_for_rate) for a rate the application
+    /// gave: within [`EXACT_RATE_TOLERANCE`] of it, for a pacer that spreads
+    /// each burst ([`Config::pacing_quantum`]).
+    pub fn burst_for_rate_exact(bps: u64, packet_size: u16) -> (u16, u16) {
+        Self::burst_for_rate_within(bps, packet_size, EXACT_RATE_TOLERANCE)
+    }
+
+    fn burst_for_rate_within(bps: u64, packet_size: u16, tolerance: f64) -> (u16, u16) {
         let bits_per_packet = f64::from(packet_size.max(1)) * 8.0;
         let per_ms = bps as f64 / bits_per_packet / 1000.0;
         if per_ms <= 0.0 || !per_ms.is_finite() {
@@ -214,7 +242,7 @@ impl TransferParams {
             if best.is_none_or(|(e, _, _)| shortfall < e - 1e-12) {
                 best = Some((shortfall, size as u16, interval));
             }
-            if shortfall <= 0.01 {
+            if shortfall <= tolerance {
                 break;
             }
         }
@@ -515,6 +543,39 @@ mod tests {
         }
         assert_eq!(TransferParams::burst_for_rate(8, 1400), (1, u16::MAX));
         assert_eq!(TransferParams::burst_for_rate(0, 1400), (1, u16::MAX));
+    }
+
+    #[test]
+    fn a_users_rate_survives_the_offer_and_a_probes_refit() {
+        // `--rate 200M` was offered at 1400-byte packets, re-rounded and
+        // refitted to 16,000-byte packets by a probe: 196 Mb/s (F15 #10).
+        let rate = TransferParams::burst_rate_bps;
+        for bps in [
+            200_000_000u64,
+            100_000_000,
+            95_000_000,
+            18_900_000,
+            1_234_567_890,
+        ] {
+            let offer = TransferParams::burst_for_rate_exact(bps, 1400);
+            let offered = rate(offer, 1400);
+            assert!(
+                offered <= bps as f64 && offered >= bps as f64 * 0.999,
+                "{bps} -> {offered}"
+            );
+            let refit = TransferParams::burst_within(offered, 16_000, offer.0, offer.1);
+            let got = rate(refit, 16_000);
+            assert!(
+                got <= bps as f64 && got >= bps as f64 * 0.998,
+                "{bps} -> {got}"
+            );
+        }
+        // The plain rule keeps RFC 998's short bursts.
+        assert_eq!(
+            TransferParams::burst_for_rate_exact(200_000_000, 1400),
+            (125, 7)
+        );
+        assert_eq!(TransferParams::burst_for_rate(200_000_000, 1400), (71, 4));
     }
 
     #[test]

@@ -7,6 +7,10 @@
 //! netblt send some.file 127.0.0.1:9998
 //! ```
 //!
+//! Encrypted as the tool is by default (the library's default is plain
+//! RFC 998, decision K14), accepting any sender's key as `netblt recv
+//! --accept-any` does: an example on loopback, not a server to expose.
+//!
 //! Arguments: [LISTEN address, default 127.0.0.1:9998] [transfers to take
 //! before exiting, default: no limit].
 
@@ -63,6 +67,9 @@ fn main() -> ExitCode {
     };
     let mut opts = ReceiverOptions::new();
     opts.max_transfers = args.next().and_then(|n| n.parse().ok());
+    let mut encryption = netblt::Encryption::default();
+    encryption.accept_any = true;
+    opts.security = netblt::Security::Encrypted(encryption);
     let receiver = match Receiver::bind(listen, opts) {
         Ok(r) => r,
         Err(e) => {

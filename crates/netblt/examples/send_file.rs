@@ -1,9 +1,13 @@
 //! Sends a file to a `netblt recv` (or any NETBLT receiver) with the library.
 //!
 //! ```sh
-//! netblt recv --dir /tmp/in &                       # the receiver
+//! netblt recv --dir /tmp/in --accept-any &          # the receiver
 //! cargo run -p netblt --example send_file -- big.iso 127.0.0.1:9998 800M
 //! ```
+//!
+//! Encrypted as the tool is by default (the library's default is plain RFC
+//! 998, decision K14), with this user's keys (`netblt id`); without
+//! `--accept-any` the receiver must list that key in its `authorized_keys`.
 //!
 //! Arguments: FILE HOST:PORT [RATE in bits per second, e.g. 800M].
 
@@ -30,6 +34,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     let mut opts = SendOptions::new().with_progress(|p| {
         eprint!("\r{}: {} of {:?} bytes", p.name, p.bytes, p.total);
     });
+    opts.security = netblt::Security::encrypted();
     if let Some(rate) = args.get(2) {
         let (num, mult) = match rate.strip_suffix(['M', 'm']) {
             Some(n) => (n, 1e6),

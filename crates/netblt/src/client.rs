@@ -776,8 +776,9 @@ impl std::io::Write for SharedBytes {
 }
 
 /// RFC 1030's memory-to-memory test: sends `size` bytes of a generated
-/// pattern to a receiver, which discards them (`netblt recv --sink`, or any
-/// receiver: such requests are always discarded). In a plain session both
+/// pattern to a receiver, which discards them (`netblt recv --sink`, or a
+/// receiver serving a directory; a [`Receiver::handle_with`](crate::Receiver::handle_with)
+/// handler is given them, named `sink`). In a plain session both
 /// ends hash the data, as for a file; in an encrypted one they do not
 /// unless [`SendOptions::verify`] asks (every packet is authenticated;
 /// decision K16). The report's [`io`](TransferReport::io) has the socket's
@@ -823,16 +824,20 @@ fn run(
     waker: &Arc<Waker>,
     opts: &SendOptions,
 ) -> Result<TransferReport, Error> {
+    opts.check()?;
+    let mut config = config(
+        opts.offer(),
+        death_secs(opts.death_timer),
+        remote.is_ipv6(),
+        opts.rate_config(),
+    );
+    config.open_attempts =
+        crate::app::params::open_attempts_within(opts.connect_timeout, config.open_retry);
     let aopts = ActiveOptions {
         remote,
         remote_port: remote.port(),
         raw: opts.raw_ip,
-        config: config(
-            opts.offer(),
-            death_secs(opts.death_timer),
-            remote.is_ipv6(),
-            opts.rate_config(),
-        ),
+        config,
         mode,
         transfer_size,
         client,

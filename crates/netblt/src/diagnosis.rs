@@ -155,6 +155,9 @@ pub(crate) struct LimitInputs {
     pub(crate) buffer_size: u32,
     /// Data bytes per DATA packet.
     pub(crate) packet_size: u16,
+    /// Data sender: seconds from the last new DATA packet to the end (the
+    /// last buffers' OKs), which the loop's data phase leaves out.
+    pub(crate) tail_s: f64,
 }
 
 /// A cause must hold the sender back this share of the data phase to be
@@ -246,9 +249,19 @@ impl LimitInputs {
             buffers: report.buffers,
             buffer_size: report.buffer_size,
             packet_size: report.packet_size,
+            tail_s: match (st.last_new_data_at, st.completed_at) {
+                (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
+                _ => 0.0,
+            },
         }
     }
 }
+
+/// The end of a transfer took this share of the run, after every byte
+/// had left, for the receiver's pace to be named from it.
+const TAIL: f64 = 0.5;
+/// ... and at least this many round trips (one is the last OK's own).
+const TAIL_RTTS: f64 = 4.0;
 
 /// Fewer DATA packets than this: too short a transfer to name a limit.
 const MIN_PACKETS: u64 = 32;
@@ -303,6 +316,9 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
     let denied = denied || quota_held;
     if !i.sender {
         return Some(receiver_side(i, share, (denied, starved), waited, d));
+    }
+    if let Some(v) = slow_tail(i, &mut d) {
+        return Some(v);
     }
     let mean_pacing = t.paced_bits / active;
     // The pacer allowed more than went out.
@@ -580,6 +596,42 @@ fn hold(
             window(i, s, mean_pacing, d)
         }
     }
+}
+
+/// The whole transfer fitted the window, left quickly, and the receiver
+/// then took most of the run to take it (its disk, or a slow
+/// `DataHandler`), with little to resend: the data phase saw none of that
+/// and blamed the sender's CPU (F17: 30 MB to a handler taking 10 MB/s,
+/// 3 s in all, "limited by the sender's CPU" from a 0.2 s data phase).
+fn slow_tail(i: &LimitInputs, d: &mut Verdict) -> Option<Diagnosis> {
+    let rtt_s = i.rtt_ms.unwrap_or(0.0) / 1e3;
+    let resent = ratio(i.retransmitted, i.packets_sent);
+    if i.wall_s <= 0.0
+        || i.tail_s < TAIL * i.wall_s
+        || i.tail_s < TAIL_RTTS * rtt_s
+        || resent >= LOSSY
+    {
+        return None;
+    }
+    d.fig("tail_s", i.tail_s);
+    d.fig("tail_share", i.tail_s / i.wall_s);
+    d.fig("loss", resent);
+    let window = f64::from(i.buffers) * f64::from(i.buffer_size);
+    Some(std::mem::take(d).say(
+        Limit::ReceiverDisk,
+        format!(
+            "limited by the receiver's disk/application: every byte had left {} s into the run (the window, {} buffers of {}, held it all), and the receiver took {:.2} s more to take them ({} of the run)",
+            secs(i.wall_s - i.tail_s),
+            i.buffers,
+            bytes(window / f64::from(i.buffers.max(1))),
+            i.tail_s,
+            pct(i.tail_s / i.wall_s)
+        ),
+    ))
+}
+
+fn secs(x: f64) -> String {
+    format!("{:.2}", x.max(0.0))
 }
 
 /// The sender's CPU: its loop was awake, late, or waited a core, and sent
@@ -921,6 +973,38 @@ mod tests {
 
     fn limit(i: &LimitInputs) -> Diagnosis {
         diagnose(i).expect("a diagnosis")
+    }
+
+    /// F17: the whole transfer in the window, sent in 0.2 s of a busy
+    /// loop, then 2.8 s of waiting for a slow handler's OKs: the receiver,
+    /// not the sender's CPU. With the tail spent resending, or as short as
+    /// a few round trips, the data phase decides as before.
+    #[test]
+    fn a_receiver_slow_after_the_last_byte_left_is_named() {
+        let slow = LimitInputs {
+            times: times(|t| t.busy = 0.2),
+            achieved_bps: 1.4e9,
+            packets_sent: 21_429,
+            buffers: 128,
+            wall_s: 3.0,
+            tail_s: 2.8,
+            ..sender()
+        };
+        let d = limit(&slow);
+        assert_eq!(d.limit, Limit::ReceiverDisk, "{d}");
+        assert!(d.message.contains("took 2.80 s more"), "{d}");
+        let lossy = LimitInputs {
+            retransmitted: 2_000,
+            ..slow.clone()
+        };
+        assert_ne!(limit(&lossy).limit, Limit::ReceiverDisk);
+        let short = LimitInputs {
+            wall_s: 0.4,
+            tail_s: 0.2,
+            rtt_ms: Some(100.0),
+            ..slow.clone()
+        };
+        assert_ne!(limit(&short).limit, Limit::ReceiverDisk);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::report::TransferReport;
 /// them to its exit codes); [`Error::Transfer`] wraps one of them together
 /// with the report of the transfer that failed, so that its counters are not
 /// lost.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Options or transfer parameters that cannot work (a zero packet size,
@@ -37,6 +37,28 @@ pub enum Error {
     /// [`TransferReport::error`] says why (displayed as that error).
     #[error("{}", .0.error.as_ref().map_or_else(|| "transfer did not complete".to_string(), ToString::to_string))]
     Transfer(Box<TransferReport>),
+}
+
+impl std::fmt::Debug for Error {
+    /// The variant and its message; for [`Error::Transfer`] the transfer's
+    /// name, peer and error, not the whole report (`fn main() -> Result<(),
+    /// netblt::Error>` prints this, and the report's counters buried the
+    /// reason; [`Error::report`] still has them).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::InvalidOptions(m) => f.debug_tuple("InvalidOptions").field(m).finish(),
+            Error::Local(m) => f.debug_tuple("Local").field(m).finish(),
+            Error::Network(m) => f.debug_tuple("Network").field(m).finish(),
+            Error::Refused(m) => f.debug_tuple("Refused").field(m).finish(),
+            Error::Failed(m) => f.debug_tuple("Failed").field(m).finish(),
+            Error::Transfer(r) => f
+                .debug_struct("Transfer")
+                .field("name", &r.name)
+                .field("peer", &r.peer)
+                .field("error", &r.error)
+                .finish_non_exhaustive(),
+        }
+    }
 }
 
 impl Error {

@@ -9,9 +9,14 @@
 //!
 //! # fn main() -> Result<(), netblt::Error> {
 //! // A receiver storing files in ./incoming, on a thread of its own.
+//! std::fs::create_dir_all("incoming").map_err(|e| netblt::Error::Local(e.to_string()))?;
 //! let rx = Receiver::bind("127.0.0.1:9998".parse().unwrap(), ReceiverOptions::default())?;
 //! let addr = rx.local_addr();
-//! std::thread::spawn(move || rx.serve_dir("incoming"));
+//! std::thread::spawn(move || {
+//!     if let Err(e) = rx.serve_dir("incoming") {
+//!         eprintln!("receiver: {e}");
+//!     }
+//! });
 //!
 //! // Send a file at (at most) 500 Mb/s; Ok means the receiver verified it.
 //! let report = netblt::send_file("big.iso", addr, &SendOptions::new().with_rate(500_000_000))?;
@@ -19,6 +24,19 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Encryption
+//!
+//! The library's transfers are **plain RFC 998 unless you ask**, unlike
+//! the `netblt` tool, which encrypts unless `--insecure` (decision K14: a
+//! library does not make key files in its caller's home unasked). Set
+//! [`SendOptions::security`] and [`ReceiverOptions::security`] to
+//! [`Security::encrypted()`] (keys in `$NETBLT_HOME` or
+//! `~/.config/netblt`, as the tool's) or to a [`Security::Encrypted`] with
+//! its own key directory; [`Encryption::public_key`] and
+//! [`Encryption::authorize`] do what `netblt id` and editing
+//! `authorized_keys` do. A plain end and an encrypted one refuse each other
+//! with a line saying so.
 //!
 //! Every call is blocking and runs one transfer on the calling thread (plus
 //! a reader or writer thread for the disk). The active end
@@ -77,6 +95,7 @@ mod diagnosis;
 mod driver;
 mod error;
 #[cfg(feature = "fuzzing")]
+#[doc(hidden)]
 pub mod fuzzing;
 mod handler;
 mod options;
@@ -108,6 +127,7 @@ pub use netblt_crypto as crypto;
 pub use netblt_proto::{Policy, RateConfig, RateLimits};
 pub use options::{
     AutoSize, Progress, ProgressFn, ReceiverOptions, Refusal, RefusalFn, ReportFn, SendOptions,
+    MIN_RATE,
 };
 pub use rate_control::RateControl;
 pub use receiver::{Receiver, ReceiverSummary};

@@ -132,6 +132,12 @@ impl AutoSize {
     }
 }
 
+/// The slowest rate a transfer may be given, in bits per second: one
+/// 1400-byte packet a second. Below it a packet waits longer than a
+/// second for its turn, and the tool's timers (RFC 998's control and data
+/// timers, the death timer) are not made for that.
+pub const MIN_RATE: u64 = 11_200;
+
 /// The active end's options: [`send_file`](crate::send_file),
 /// [`send_dir`](crate::send_dir), [`send_reader`](crate::send_reader),
 /// [`get`](crate::get), [`bench()`](crate::bench).
@@ -144,24 +150,36 @@ impl AutoSize {
 pub struct SendOptions {
     /// The parameters offered: packet size, buffer size, buffers
     /// outstanding, burst size and interval, data checksum. Default: 1400-byte
-    /// packets (a 1500-byte MTU), 1 MiB buffers, 8 outstanding, the burst
-    /// for [`DEFAULT_RATE`](crate::DEFAULT_RATE), no data checksum.
+    /// packets (a 1500-byte MTU), 1 MiB buffers,
+    /// [`DEFAULT_BUFFERS`](crate::DEFAULT_BUFFERS) (128) outstanding, the
+    /// burst for [`DEFAULT_RATE`](crate::DEFAULT_RATE), no data checksum.
     pub params: TransferParams,
     /// A data rate in bits per second: replaces `params`' burst size and
     /// interval by a burst per 1 ms (or longer, for slow rates) for this
     /// rate at `params.packet_size`. With an adaptive [`policy`](Self::policy)
-    /// it is the maximum; with [`Policy::Fixed`] the rate itself. Default:
-    /// `None` (use `params`).
+    /// it is the maximum; with [`Policy::Fixed`] the rate itself. At least
+    /// [`MIN_RATE`] (a transfer is refused with [`Error::InvalidOptions`]
+    /// below it). Default: `None` (use `params`).
+    ///
+    /// [`Error::InvalidOptions`]: crate::Error::InvalidOptions
     pub rate: Option<u64>,
     /// The rate controller (docs/decisions.md, R1): [`Policy::Fair`] finds
     /// the path's rate and shares it, [`Policy::Background`] yields to other
     /// traffic, [`Policy::Fixed`] is RFC 998's fixed rate. Default `Fair`.
     pub policy: Policy,
-    /// Never pace slower than this (bits/s; adaptive policies). Default none.
+    /// Never pace slower than this (bits/s; adaptive policies); not above
+    /// [`rate`](Self::rate). Default none.
     pub min_rate: Option<u64>,
     /// Silence after which the peer is declared dead (RFC 998's death
-    /// timer; whole seconds, sent to the peer in OPEN). Default 10 s.
+    /// timer; whole seconds, sent to the peer in OPEN; at least 1 s).
+    /// Default 10 s.
     pub death_timer: Duration,
+    /// How long to wait for the peer's first answer before giving up
+    /// ("no answer after N OPEN packets"). OPENs go out after 1, 2, then
+    /// every 4 s (RFC 998 §5.1's retransmitted OPEN), as many as fit this
+    /// time, at least one; "nothing listening" (ICMP port unreachable) ends
+    /// it at once anyway. Default 27 s (8 OPENs).
+    pub connect_timeout: Duration,
     /// Run directly over IP protocol 30 (RFC 998) instead of UDP: needs root
     /// or `CAP_NET_RAW`. Default: off.
     pub raw_ip: bool,
@@ -243,6 +261,7 @@ impl Default for SendOptions {
             policy: Policy::Fair,
             min_rate: None,
             death_timer: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(27),
             raw_ip: false,
             overwrite: false,
             resume: false,
@@ -266,6 +285,7 @@ impl std::fmt::Debug for SendOptions {
             .field("policy", &self.policy)
             .field("min_rate", &self.min_rate)
             .field("death_timer", &self.death_timer)
+            .field("connect_timeout", &self.connect_timeout)
             .field("raw_ip", &self.raw_ip)
             .field("overwrite", &self.overwrite)
             .field("resume", &self.resume)
@@ -275,6 +295,8 @@ impl std::fmt::Debug for SendOptions {
             .field("auto_size", &self.auto_size)
             .field("ignore_times", &self.ignore_times)
             .field("checksum", &self.checksum)
+            .field("security", &self.security)
+            .field("verify", &self.verify)
             .finish()
     }
 }
@@ -297,8 +319,8 @@ impl SendOptions {
         self
     }
 
-    /// The parameters offered, with [`rate`](Self::rate) applied.
-    /// The rate controller's settings.
+    /// The rate controller's settings: the policy, [`rate`](Self::rate) as
+    /// its maximum and [`min_rate`](Self::min_rate) as its minimum.
     pub fn rate_config(&self) -> RateConfig {
         RateConfig {
             policy: self.policy,
@@ -308,11 +330,41 @@ impl SendOptions {
         }
     }
 
+    /// Options that cannot work, said before anything is sent: a rate below
+    /// [`MIN_RATE`] (zero had waited forever, sending nothing), a minimum
+    /// above the maximum, a death timer under a second, parameters RFC 998
+    /// cannot carry.
+    pub fn check(&self) -> Result<(), crate::Error> {
+        let bad = |m: String| Err(crate::Error::InvalidOptions(m));
+        if let Some(r) = self.rate.filter(|&r| r < MIN_RATE) {
+            return bad(format!(
+                "a rate of {r} b/s is below the minimum, {MIN_RATE} b/s (one 1400-byte packet a second)"
+            ));
+        }
+        if let (Some(min), Some(max)) = (self.min_rate, self.rate) {
+            if min > max {
+                return bad(format!(
+                    "the minimum rate ({min} b/s) is above the maximum ({max} b/s)"
+                ));
+            }
+        }
+        if self.death_timer < Duration::from_secs(1) {
+            return bad(format!(
+                "a death timer of {:?} is under the protocol's one second",
+                self.death_timer
+            ));
+        }
+        self.offer()
+            .validate()
+            .map_err(|e| crate::Error::InvalidOptions(format!("invalid parameters: {e}")))
+    }
+
     /// The parameters offered in OPEN.
     pub fn offer(&self) -> TransferParams {
         let mut p = self.params;
         if let Some(r) = self.rate.filter(|&r| r > 0) {
-            (p.burst_size, p.burst_interval_ms) = TransferParams::burst_for_rate(r, p.packet_size);
+            (p.burst_size, p.burst_interval_ms) =
+                TransferParams::burst_for_rate_exact(r, p.packet_size);
         }
         p
     }
@@ -390,6 +442,7 @@ impl std::fmt::Debug for ReceiverOptions {
             .field("on_transfer", &self.on_transfer.is_some())
             .field("on_refused", &self.on_refused.is_some())
             .field("rate_control", &self.rate_control)
+            .field("security", &self.security)
             .finish()
     }
 }

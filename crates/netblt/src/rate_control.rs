@@ -22,7 +22,10 @@ use crate::driver::Waker;
 /// policies' floor. Neither goes above the rate negotiated at OPEN (RFC 998
 /// lets a sender make the parameters "more restrictive", never less), so
 /// leave [`SendOptions::rate`](crate::SendOptions::rate) unset to keep
-/// headroom. A data receiver (`get`) ignores them. A serving
+/// headroom. As a data receiver ([`get`](crate::get)) the maximum goes
+/// to the sender in the burst values of each OK (RFC 998 §4, decision
+/// R31) and holds it from the next buffer on; the minimum does nothing
+/// there. A serving
 /// [`Receiver`](crate::Receiver) splits them among all the transfers it
 /// serves, max-min fairly (each gets what it can use, the rest shared
 /// equally, split again four times a second).

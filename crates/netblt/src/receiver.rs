@@ -85,6 +85,15 @@ impl Receiver {
         self.sock.local_addr().unwrap_or(self.listen)
     }
 
+    /// The flag that stops this receiver once set: the one given in
+    /// [`ReceiverOptions::stop`], or a new one. Take it before serving (the
+    /// serving calls take the receiver) and keep it on another thread;
+    /// setting it interrupts the running transfers (their peers are told)
+    /// and the serving call returns its summary.
+    pub fn stop_flag(&mut self) -> Arc<AtomicBool> {
+        Arc::clone(self.opts.stop.get_or_insert_with(Arc::default))
+    }
+
     /// Stores received files below `dir` (names from the network are
     /// sanitized; a file appears only once verified, under a temporary name
     /// until then) and, with [`ReceiverOptions::serve`], lets peers fetch
@@ -223,7 +232,17 @@ impl Policy {
         peer: SocketAddr,
     ) -> Result<(Target, Response), String> {
         match &self.data {
-            Data::Discard => Ok((Target::Discard, Response::default())),
+            // A file sent to a memory-to-memory test's far end is received
+            // and checked, then thrown away: legitimate (iperf3 -F sends a
+            // file to a server that discards it), but the sender must not
+            // think it was stored (F15 #11).
+            Data::Discard => Ok((
+                Target::Discard,
+                Response {
+                    note: Some(DISCARDED.into()),
+                    ..Response::default()
+                },
+            )),
             Data::Dir(dir) => {
                 let path = resolve(dir, name, true)?;
                 // A resumed put of a file that arrived whole before (the
@@ -260,6 +279,10 @@ impl Policy {
                 Ok((Target::File(part), resp))
             }
             Data::Handler(h) => {
+                // The name is the network's: checked as a directory
+                // receiver checks it before a handler, which may well join
+                // it to a directory, sees it (it had seen `../../etc/x`).
+                crate::app::names::sanitize(name).map_err(str::to_string)?;
                 let t = IncomingTransfer {
                     name: name.to_string(),
                     size: m.size.unwrap_or(0),
@@ -267,9 +290,7 @@ impl Policy {
                     bundle: false,
                     peer,
                 };
-                h.lock()
-                    .map_err(|_| "receiver's handler failed".to_string())?
-                    .accept(&t)?;
+                crate::handler::call(h, |h| h.accept(&t))?;
                 Ok((Target::Handler(Arc::clone(h), t), Response::default()))
             }
         }
@@ -351,6 +372,7 @@ impl Policy {
                     Data::Handler(h) => {
                         // A handler sees the tar stream itself (`recv
                         // --stdout` writes it out: pipe it to `tar x`).
+                        crate::app::names::sanitize(&name).map_err(str::to_string)?;
                         let t = IncomingTransfer {
                             name: name.clone(),
                             size: 0,
@@ -358,9 +380,7 @@ impl Policy {
                             bundle: true,
                             peer: inc.remote,
                         };
-                        h.lock()
-                            .map_err(|_| "receiver's handler failed".to_string())?
-                            .accept(&t)?;
+                        crate::handler::call(h, |h| h.accept(&t))?;
                         Target::Handler(Arc::clone(h), t)
                     }
                 };
@@ -372,7 +392,10 @@ impl Policy {
                         digest: true,
                     },
                     name,
-                    Response::default(),
+                    Response {
+                        note: matches!(self.data, Data::Discard).then(|| DISCARDED.into()),
+                        ..Response::default()
+                    },
                 ))
             }
             // M14: what is already here, for a bundle to leave out (M18:
@@ -511,6 +534,9 @@ fn serve_get(
         resp,
     ))
 }
+
+/// The note a sink's RESPONSE carries for a file or a bundle (F15 #11).
+const DISCARDED: &str = "the receiver discards what it receives (recv --sink): checked, not stored";
 
 /// The refusal of a directory to a client older than M15: said so, rather
 /// than "not a regular file", which sent users looking at the name.

@@ -78,8 +78,13 @@ pub struct RateReport {
 /// The result of one transfer, whichever end and direction.
 ///
 /// `error` is `None` exactly when the transfer succeeded: the connection
-/// ended well and the data were verified (BLAKE3 digest checked by the
-/// receiver before its last OK).
+/// ended well and the data were checked, by the BLAKE3 digest the receiver
+/// checks before its last OK ([`verified`](Self::verified)) or, for an
+/// encrypted [`bench`](crate::bench) without
+/// [`SendOptions::verify`](crate::SendOptions::verify), by every packet's
+/// authentication. A resumed transfer of a file the receiver already had
+/// whole sends nothing, succeeds and is not `verified` (see
+/// [`resumed_from`](Self::resumed_from)).
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct TransferReport {
@@ -128,7 +133,8 @@ pub struct TransferReport {
     /// second (only on success).
     pub real_throughput_bps: Option<f64>,
     /// RFC 1030's SPEED: the rate while buffers were flowing, in bits per
-    /// second (only on success).
+    /// second (only on success, and only at the data sender, which knows
+    /// when the last new data left: `None` for a [`get`](crate::get)).
     pub steady_throughput_bps: Option<f64>,
     /// The data were verified end to end.
     pub verified: bool,
@@ -164,7 +170,8 @@ pub struct TransferReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resumed_from: Option<u64>,
     /// Something the user should know: a partial copy discarded because the
-    /// file changed.
+    /// file changed, or a file sent to a receiver that discards data
+    /// (`recv --sink`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// Why the transfer failed (`None`: it succeeded). Serialized as its
@@ -192,7 +199,8 @@ fn error_message<S: Serializer>(e: &Option<Error>, s: S) -> Result<S::Ok, S::Err
 }
 
 impl TransferReport {
-    /// The transfer succeeded (and was verified).
+    /// The transfer succeeded (`error` is `None`; see the type's docs for
+    /// what was checked).
     pub fn succeeded(&self) -> bool {
         self.error.is_none()
     }

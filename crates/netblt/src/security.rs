@@ -47,7 +47,29 @@ impl Security {
 }
 
 /// The settings of an encrypted transfer.
-#[derive(Debug, Clone, Default)]
+///
+/// Both ends need it. A receiver accepts a sender whose public key is in
+/// its `authorized_keys` (or any, with `accept_any`); a sender pins the
+/// receiver's key in its `known_hosts` on first contact, as ssh does:
+///
+/// ```no_run
+/// use netblt::{Encryption, Security};
+///
+/// # fn main() -> Result<(), netblt::Error> {
+/// let mut sender = Encryption::default();
+/// sender.key_dir = Some("/srv/sender-keys".into());
+/// let mut receiver = Encryption::default();
+/// receiver.key_dir = Some("/srv/receiver-keys".into());
+/// // What `netblt id` prints at the sender, added to the receiver's
+/// // authorized_keys (what appending that line by hand does).
+/// receiver.authorize(&sender.public_key()?, "backup job")?;
+/// let (s, r) = (Security::Encrypted(sender), Security::Encrypted(receiver));
+/// // ... s in SendOptions::security, r in ReceiverOptions::security.
+/// # let _ = (s, r);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct Encryption {
     /// The key directory (`id_netblt`, `authorized_keys`, `known_hosts`);
@@ -66,6 +88,39 @@ pub struct Encryption {
     pub limits: LimitConfig,
 }
 
+impl std::fmt::Debug for Encryption {
+    // The one-time code is a secret until it is used: not in logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Encryption")
+            .field("key_dir", &self.key_dir)
+            .field("accept_any", &self.accept_any)
+            .field("code", &self.code.as_ref().map(|_| "<secret>"))
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+impl Encryption {
+    /// This end's public key (what `netblt id` prints), from its key
+    /// directory; the key pair is made there on first use.
+    pub fn public_key(&self) -> Result<netblt_crypto::PublicKey, crate::Error> {
+        Ok(Keys::load_identity(self)?.1.public())
+    }
+
+    /// Adds a peer's public key to this end's `authorized_keys` (a
+    /// receiver then accepts that sender; a running one sees it within a
+    /// second), with `comment` after it on its line.
+    pub fn authorize(
+        &self,
+        key: &netblt_crypto::PublicKey,
+        comment: &str,
+    ) -> Result<(), crate::Error> {
+        let (dir, _) = Keys::load_identity(self)?;
+        AuthorizedKeys::append(&netblt_crypto::authorized::default_path(&dir), key, comment)
+            .map_err(|e| crate::Error::Local(format!("key files: {e}")))
+    }
+}
+
 /// The loaded key material of one end.
 #[derive(Debug, Clone)]
 pub(crate) struct Keys {
@@ -82,16 +137,7 @@ impl Keys {
     /// Loads (or creates, on first use) this host's identity, and parses
     /// the code.
     pub(crate) fn load(enc: &Encryption) -> Result<Keys, AppError> {
-        let dir = match &enc.key_dir {
-            Some(p) => KeyDir::at(p),
-            None => KeyDir::from_env().map_err(file_error)?,
-        };
-        let (identity, created) = dir
-            .load_or_create_identity(&mut OsRandom)
-            .map_err(file_error)?;
-        if created {
-            tracing::info!(dir = %dir.path().display(), "created a new key pair");
-        }
+        let (dir, identity) = Self::load_identity(enc)?;
         let code = enc
             .code
             .as_deref()
@@ -103,6 +149,21 @@ impl Keys {
             identity,
             code,
         })
+    }
+
+    /// The key directory and this end's identity (made on first use).
+    fn load_identity(enc: &Encryption) -> Result<(KeyDir, Identity), AppError> {
+        let dir = match &enc.key_dir {
+            Some(p) => KeyDir::at(p),
+            None => KeyDir::from_env().map_err(file_error)?,
+        };
+        let (identity, created) = dir
+            .load_or_create_identity(&mut OsRandom)
+            .map_err(file_error)?;
+        if created {
+            tracing::info!(dir = %dir.path().display(), "created a new key pair");
+        }
+        Ok((dir, identity))
     }
 
     /// The receiver's `authorized_keys`, read now (a file that does not
@@ -303,14 +364,28 @@ impl AuthorizedKeysFile {
     }
 }
 
+/// An empty string as JSON's null: "nothing negotiated" reads as absent,
+/// not as a suite named "" (F15 #16).
+fn empty_as_null<S: serde::Serializer>(s: &str, ser: S) -> Result<S::Ok, S::Error> {
+    if s.is_empty() {
+        ser.serialize_none()
+    } else {
+        ser.serialize_str(s)
+    }
+}
+
 /// What the protection did on one end of a transfer (or, for a receiver,
 /// all its sessions): in reports as `security`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct SecurityReport {
-    /// The packet AEAD (`AES-256-GCM`, `ChaCha20-Poly1305`).
+    /// The packet AEAD (`AES-256-GCM`, `ChaCha20-Poly1305`); empty (null
+    /// in JSON) when no handshake finished.
+    #[serde(serialize_with = "empty_as_null")]
     pub suite: String,
-    /// The handshake pattern (`IK`, `XX`, `XXpsk2`).
+    /// The handshake pattern (`IK`, `XX`, `XXpsk2`); empty (null in JSON)
+    /// when no handshake finished.
+    #[serde(serialize_with = "empty_as_null")]
     pub pattern: String,
     /// The peer's key fingerprint, once authenticated.
     pub peer: Option<String>,
@@ -361,6 +436,17 @@ mod tests {
     fn append(path: &Path, line: &str) {
         let mut w = std::fs::File::options().append(true).open(path).unwrap();
         writeln!(w, "{line}").unwrap();
+    }
+
+    #[test]
+    fn nothing_negotiated_is_null_in_json() {
+        let v = serde_json::to_value(SecurityReport::default()).unwrap();
+        assert!(v["suite"].is_null() && v["pattern"].is_null(), "{v}");
+        let r = SecurityReport {
+            suite: "AES-256-GCM".into(),
+            ..SecurityReport::default()
+        };
+        assert_eq!(serde_json::to_value(r).unwrap()["suite"], "AES-256-GCM");
     }
 
     #[test]

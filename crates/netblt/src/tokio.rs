@@ -145,6 +145,59 @@ pub fn send_file(path: impl Into<PathBuf>, addr: SocketAddr, opts: SendOptions) 
     start(opts, move |o| crate::send_file(&path, addr, o))
 }
 
+/// [`crate::send_file_as`] on the blocking pool.
+pub fn send_file_as(
+    path: impl Into<PathBuf>,
+    name: impl Into<String>,
+    addr: SocketAddr,
+    opts: SendOptions,
+) -> Transfer {
+    let (path, name) = (path.into(), name.into());
+    start(opts, move |o| crate::send_file_as(&path, &name, addr, o))
+}
+
+/// [`crate::send_bundle`] on the blocking pool (a directory in one
+/// transfer; [`Bundle::walk`](crate::Bundle::walk) makes the bundle).
+pub fn send_bundle(bundle: crate::Bundle, addr: SocketAddr, opts: SendOptions) -> Transfer {
+    start(opts, move |o| crate::send_bundle(&bundle, addr, o))
+}
+
+/// [`crate::send_stream`] on the blocking pool: a reader of unknown
+/// length (the reader runs on a blocking thread too).
+pub fn send_stream(
+    reader: impl std::io::Read + Send + 'static,
+    name: impl Into<String>,
+    addr: SocketAddr,
+    opts: SendOptions,
+) -> Transfer {
+    let name = name.into();
+    start(opts, move |o| crate::send_stream(reader, &name, addr, o))
+}
+
+/// [`crate::send_tar`] on the blocking pool: a tar stream for the
+/// receiver to unpack.
+pub fn send_tar(
+    reader: impl std::io::Read + Send + 'static,
+    name: impl Into<String>,
+    addr: SocketAddr,
+    opts: SendOptions,
+) -> Transfer {
+    let name = name.into();
+    start(opts, move |o| crate::send_tar(reader, &name, addr, o))
+}
+
+/// [`crate::get_to_writer`] on the blocking pool (the writer runs on a
+/// blocking thread too).
+pub fn get_to_writer(
+    addr: SocketAddr,
+    name: impl Into<String>,
+    writer: impl std::io::Write + Send + 'static,
+    opts: SendOptions,
+) -> Transfer {
+    let name = name.into();
+    start(opts, move |o| crate::get_to_writer(addr, &name, writer, o))
+}
+
 /// [`crate::send_reader`] on the blocking pool (the reader runs on a
 /// blocking thread too).
 pub fn send_reader(

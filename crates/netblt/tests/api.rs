@@ -191,10 +191,159 @@ fn a_handler_refusing_is_a_transfer_error() {
     let e = netblt::send_reader(std::io::empty(), 0, "x", addr, &send_options()).unwrap_err();
     assert!(e.to_string().contains("not today"), "{e}");
     assert!(matches!(e.cause(), Error::Failed(_)), "{e:?}");
+    // What `fn main() -> Result<(), netblt::Error>` prints: the reason, not
+    // the report's counters.
+    let shown = format!("{e:?}");
+    assert!(
+        shown.starts_with("Transfer { name: \"x\"")
+            && shown.contains("not today")
+            && !shown.contains("burst_size"),
+        "{shown}"
+    );
     stop.store(true, Ordering::Relaxed);
     // A refused OPEN never became a transfer; the endpoint counted it.
     let s = h.join().unwrap();
     assert_eq!((s.transfers, s.junk.refused), (0, 1));
+}
+
+/// A receiver bound without a stop flag can still be stopped (F17: only a
+/// flag set in its options before `bind` could).
+#[test]
+fn a_receiver_is_stopped_by_the_flag_it_hands_out() {
+    let mut rx = Receiver::bind(loopback(), ReceiverOptions::new()).unwrap();
+    let stop = rx.stop_flag();
+    let addr = rx.local_addr();
+    let h = std::thread::spawn(move || rx.sink().unwrap());
+    let r = netblt::bench(addr, 100_000, &send_options()).unwrap();
+    assert!(r.verified);
+    stop.store(true, Ordering::Relaxed);
+    assert_eq!(h.join().unwrap().transfers, 1);
+}
+
+/// Options that cannot work are refused before anything is sent: a rate of
+/// zero had waited forever, sending nothing (F17).
+#[test]
+fn options_that_cannot_work_are_invalid_at_once() {
+    // Nothing listens here: only the check can answer.
+    let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    type Tweak = fn(&mut SendOptions);
+    let cases: [(&str, Tweak); 4] = [
+        ("below the minimum", |o| o.rate = Some(0)),
+        ("below the minimum", |o| o.rate = Some(netblt::MIN_RATE - 1)),
+        ("above the maximum", |o| {
+            o.rate = Some(10_000_000);
+            o.min_rate = Some(100_000_000);
+        }),
+        ("under the protocol's one second", |o| {
+            o.death_timer = std::time::Duration::ZERO
+        }),
+    ];
+    for (want, tweak) in cases {
+        let mut o = send_options();
+        tweak(&mut o);
+        let e = netblt::send_reader(std::io::empty(), 0, "x", addr, &o).unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidOptions(_)) && e.to_string().contains(want),
+            "{want}: {e:?}"
+        );
+    }
+}
+
+/// A handler is asked only about names a directory receiver would take: it
+/// had been handed `../../etc/cron.d/evil` and `/etc/passwd` (F17).
+#[test]
+fn a_handler_never_sees_a_name_that_leaves_its_directory() {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let s2 = Arc::clone(&seen);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut opts = ReceiverOptions::new();
+    opts.stop = Some(Arc::clone(&stop));
+    let rx = Receiver::bind(loopback(), opts).unwrap();
+    let addr = rx.local_addr();
+    let h = std::thread::spawn(move || {
+        rx.handle_with(move |t: &IncomingTransfer, _: u64, _: &[u8]| {
+            s2.lock().unwrap().push(t.name.clone());
+            Ok(())
+        })
+        .unwrap()
+    });
+    for bad in [
+        "../../etc/cron.d/evil",
+        "/etc/passwd",
+        "a//b",
+        "./x",
+        "a\\b",
+    ] {
+        let e = netblt::send_reader(
+            std::io::Cursor::new(vec![1u8; 100]),
+            100,
+            bad,
+            addr,
+            &send_options(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("name not allowed"), "{bad}: {e}");
+    }
+    let r = netblt::send_reader(
+        std::io::Cursor::new(vec![1u8; 100]),
+        100,
+        "in/ok",
+        addr,
+        &send_options(),
+    )
+    .unwrap();
+    assert!(r.verified);
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap();
+    assert_eq!(*seen.lock().unwrap(), ["in/ok"]);
+}
+
+/// A handler that panics fails its transfer at once, and the next one is
+/// served: the sender had waited out its death timer, and the poisoned
+/// handler refused everyone after (F17).
+#[test]
+fn a_panicking_handler_fails_its_transfer_and_serves_the_next() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut opts = ReceiverOptions::new();
+    opts.stop = Some(Arc::clone(&stop));
+    let rx = Receiver::bind(loopback(), opts).unwrap();
+    let addr = rx.local_addr();
+    let h = std::thread::spawn(move || {
+        rx.handle_with(move |t: &IncomingTransfer, _: u64, _: &[u8]| {
+            if t.name == "boom" {
+                panic!("boom was sent");
+            }
+            Ok(())
+        })
+        .unwrap()
+    });
+    let mut o = send_options();
+    o.death_timer = std::time::Duration::from_secs(30);
+    let bytes = data(300_000, 3);
+    let t0 = std::time::Instant::now();
+    let e = netblt::send_reader(
+        std::io::Cursor::new(bytes.clone()),
+        300_000,
+        "boom",
+        addr,
+        &o,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("handler panicked: boom was sent"),
+        "{e}"
+    );
+    // Told at once, not by the death timer.
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        t0.elapsed()
+    );
+    let r = netblt::send_reader(std::io::Cursor::new(bytes), 300_000, "calm", addr, &o).unwrap();
+    assert!(r.verified);
+    stop.store(true, Ordering::Relaxed);
+    let s = h.join().unwrap();
+    assert_eq!((s.transfers, s.failed), (2, 1));
 }
 
 /// `RateControl` on a serving receiver (decision R27): the limit is for all

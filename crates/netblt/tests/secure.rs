@@ -371,6 +371,39 @@ fn an_unknown_key_is_refused_in_one_line_and_a_changed_host_key_too() {
     let _ = h.join().unwrap();
 }
 
+/// A library user authorizes a sender with the library alone (F17: it took
+/// `netblt::crypto`'s `KeyDir` and `AuthorizedKeys` and the file's name).
+#[test]
+fn a_sender_authorized_through_the_library_is_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("f.bin");
+    std::fs::write(&src, data(10_000, 2)).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let with_dir = |d: &Path| {
+        let mut e = Encryption::default();
+        e.key_dir = Some(d.to_path_buf());
+        e
+    };
+    let (sender, receiver) = (
+        with_dir(&tmp.path().join("s")),
+        with_dir(&tmp.path().join("r")),
+    );
+    let key = sender.public_key().unwrap();
+    // The same key twice: made once, then read back.
+    assert_eq!(sender.public_key().unwrap(), key);
+    receiver.authorize(&key, "the test's sender").unwrap();
+    let (addr, stop, h) = serve(out.path(), Security::Encrypted(receiver), |_| {});
+    let r = netblt::send_file(&src, addr, &send_options(Security::Encrypted(sender))).unwrap();
+    assert!(r.verified);
+    stop.store(true, Ordering::Relaxed);
+    let _ = h.join().unwrap();
+    // A one-time code is a secret: not in Debug output.
+    let mut coded = Encryption::default();
+    coded.code = Some("winter-tag-fuel".into());
+    let shown = format!("{:?}", Security::Encrypted(coded));
+    assert!(!shown.contains("winter"), "{shown}");
+}
+
 #[test]
 fn one_side_insecure_gets_a_clear_refusal_both_ways() {
     let tmp = tempfile::tempdir().unwrap();

@@ -73,11 +73,20 @@ pub struct SendArgs {
     /// (No progress bar above 1.)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub parallel: u16,
+    /// Not a sender's flag: overwriting is the receiver's choice (`recv
+    /// --force`). Hidden; it is here to say so, where clap's own message
+    /// told an scp user to "pass '--force' as a value" (F15 #16).
+    #[arg(long, hide = true)]
+    pub force: bool,
     #[command(flatten)]
     pub params: ParamFlags,
     #[command(flatten)]
     pub common: CommonFlags,
 }
+
+/// `send --force`: the receiver decides whether a file may be replaced.
+pub const SEND_FORCE: &str =
+    "--force is the receiver's: start it with `netblt recv --force` to let files be replaced";
 
 /// `--checksum` with `--ignore-times`: the check compared by contents,
 /// and no check (M18). Shared with `get`.
@@ -88,6 +97,9 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     default_sigpipe();
     if a.checksum && a.ignore_times {
         return Err(CliError::usage(CHECKSUM_AND_IGNORE_TIMES).into());
+    }
+    if a.force {
+        return Err(CliError::usage(SEND_FORCE).into());
     }
     let Some((host, paths)) = a.args.split_last() else {
         return Err(CliError::usage("give files and a HOST[:PORT]").into());

@@ -94,7 +94,9 @@ pub(crate) fn buffer_size_for_packet(packet_size: u16) -> u32 {
 /// Applies [`AutoSize`](crate::AutoSize) to an offer once the path's MTU
 /// is known (`None`: unknown, e.g. raw IP): the packet size from the MTU,
 /// the buffer size from the packet size, and the burst recomputed so that
-/// the offered rate stays what it was.
+/// the offered rate stays what it was: `exact_bps` when the application
+/// gave one (recomputing from the offer's burst, itself a rounding of it,
+/// rounded twice: `--rate 200M` was offered as 196 Mb/s).
 ///
 /// With `probe` (the active end sends two first OPENs, R58) a packet size beyond
 /// [`LAN_PACKET_SIZE`] is not offered outright: the first hop's MTU says
@@ -110,8 +112,9 @@ pub(crate) fn size_for_path(
     v6: bool,
     overhead: usize,
     probe: bool,
+    exact_bps: Option<u64>,
 ) -> PathSizes {
-    let mut rate = p.rate_bps() as u64;
+    let mut rate = exact_bps.filter(|&r| r > 0).unwrap_or(p.rate_bps() as u64);
     let mut out = PathSizes::default();
     let mut sized_for = p.packet_size;
     if auto.packet {
@@ -137,7 +140,7 @@ pub(crate) fn size_for_path(
             };
             p.packet_size = offer;
             (p.burst_size, p.burst_interval_ms) =
-                TransferParams::burst_for_rate(rate.max(1), offer);
+                TransferParams::burst_for_rate_exact(rate.max(1), offer);
         }
     }
     if auto.buffer {
@@ -182,6 +185,24 @@ pub(crate) fn config(
         ..Config::default()
     }
     .with_tool_recovery()
+}
+
+/// OPENs that fit `timeout` (at least one): the engine gives up when the
+/// retransmission timer fires after its last OPEN, the intervals starting
+/// at `retry`, doubling, at most four times it
+/// (`netblt_proto::Connection`'s OPEN timer).
+pub(crate) fn open_attempts_within(timeout: Duration, retry: Duration) -> u32 {
+    let mut interval = retry;
+    let (mut n, mut total) = (0u32, Duration::ZERO);
+    while n < 1000 {
+        if n > 0 && total + interval > timeout {
+            break;
+        }
+        total += interval;
+        n += 1;
+        interval = (interval * 2).min(retry * 4);
+    }
+    n
 }
 
 /// A passive end's rate control when it sends (READ mode, `get`): adaptive.
@@ -280,6 +301,43 @@ mod tests {
     }
 
     #[test]
+    fn open_attempts_fit_the_connect_timeout() {
+        let s = Duration::from_secs;
+        // The engine's default, 8 OPENs, is 1 + 2 + 6 x 4 = 27 s.
+        assert_eq!(open_attempts_within(s(27), s(1)), 8);
+        assert_eq!(open_attempts_within(s(30), s(1)), 8);
+        assert_eq!(open_attempts_within(s(3), s(1)), 2);
+        assert_eq!(open_attempts_within(s(7), s(1)), 3);
+        // Always one.
+        assert_eq!(open_attempts_within(Duration::ZERO, s(1)), 1);
+    }
+
+    #[test]
+    fn a_given_rate_is_recomputed_from_itself_not_from_its_rounding() {
+        // `--rate 200M`: the offer's burst is a rounding of it; sizing the
+        // packets from the path recomputed the burst from that rounding,
+        // and a third rounding came from it (196 Mb/s in all, F15 #10).
+        let mut p = lan_offer(32);
+        (p.burst_size, p.burst_interval_ms) = TransferParams::burst_for_rate(200_000_000, 1400);
+        let sizes = crate::AutoSize::new(true, true, false);
+        let mut exact = p;
+        size_for_path(
+            &mut exact,
+            sizes,
+            Some(65_536),
+            false,
+            SEAL,
+            true,
+            Some(200_000_000),
+        );
+        let r = exact.rate_bps();
+        assert!((199_800_000.0..=200_000_000.0).contains(&r), "{r}");
+        let mut rounded = p;
+        size_for_path(&mut rounded, sizes, Some(65_536), false, SEAL, true, None);
+        assert!(rounded.rate_bps() < r);
+    }
+
+    #[test]
     fn buffers_grow_with_packets_and_keep_the_rate() {
         assert_eq!(buffer_size_for_packet(1400), 1 << 20);
         assert_eq!(buffer_size_for_packet(16_000), 8_192_000);
@@ -288,7 +346,7 @@ mod tests {
         let sizes = crate::AutoSize::new(true, true, false);
         let mut p = offer;
         assert_eq!(
-            size_for_path(&mut p, sizes, Some(65_536), false, SEAL, false).ceiling,
+            size_for_path(&mut p, sizes, Some(65_536), false, SEAL, false, None).ceiling,
             None
         );
         assert_eq!((p.packet_size, p.buffer_size), (16_000, 8_192_000));
@@ -300,33 +358,33 @@ mod tests {
         let mut c = offer;
         let all = crate::AutoSize::all();
         assert_eq!(
-            size_for_path(&mut c, all, Some(65_536), false, SEAL, false).ceiling,
+            size_for_path(&mut c, all, Some(65_536), false, SEAL, false, None).ceiling,
             Some(AUTO_RATE)
         );
         assert!((c.rate_bps() - AUTO_RATE as f64).abs() / (AUTO_RATE as f64) < 0.01);
         // ...and a 1500-byte path keeps 10 Gb/s.
         let mut l = offer;
         assert_eq!(
-            size_for_path(&mut l, all, Some(1500), false, SEAL, false),
+            size_for_path(&mut l, all, Some(1500), false, SEAL, false, None),
             PathSizes::default()
         );
         assert_eq!(l, offer);
         // The buffer count keeps 32 MiB in flight when asked to.
         assert_eq!(p.max_buffers, 32, "not asked");
         let mut w = offer;
-        size_for_path(&mut w, all, Some(65_536), false, SEAL, false);
+        size_for_path(&mut w, all, Some(65_536), false, SEAL, false, None);
         assert_eq!(w.max_buffers, 5, "ceil(32 MiB / 8,192,000)");
         let mut j = offer;
-        size_for_path(&mut j, all, Some(9000), false, SEAL, false);
+        size_for_path(&mut j, all, Some(9000), false, SEAL, false, None);
         assert_eq!(j.max_buffers, 8, "ceil(32 MiB / 4,571,136)");
         // Only what was not given changes; an unknown MTU changes nothing.
         let mut q = offer;
         let packet_only = crate::AutoSize::new(true, false, false);
-        size_for_path(&mut q, packet_only, Some(65_536), false, SEAL, false);
+        size_for_path(&mut q, packet_only, Some(65_536), false, SEAL, false, None);
         assert_eq!((q.packet_size, q.buffer_size), (16_000, 1 << 20));
         let mut u = offer;
         assert_eq!(
-            size_for_path(&mut u, all, None, false, SEAL, false),
+            size_for_path(&mut u, all, None, false, SEAL, false, None),
             PathSizes::default()
         );
         assert_eq!(u, offer);
@@ -340,7 +398,7 @@ mod tests {
         let all = crate::AutoSize::all();
         let probe = |mtu, v6, overhead| {
             let mut p = offer;
-            let s = size_for_path(&mut p, all, Some(mtu), v6, overhead, true);
+            let s = size_for_path(&mut p, all, Some(mtu), v6, overhead, true, None);
             (p, s)
         };
         // IPv4, 1500: 1500 - 20 - 8 - 24 (DATA header) - 20 (sealing), or

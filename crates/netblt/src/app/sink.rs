@@ -46,9 +46,11 @@ impl Target {
     /// Tells a handler how its transfer ended.
     fn end(&self, verified: bool) {
         if let Target::Handler(h, t) = self {
-            if let Ok(mut h) = h.lock() {
+            // Too late to fail the transfer: a panic in `end` is dropped.
+            let _ = crate::handler::call(h, |h| {
                 h.end(t, verified);
-            }
+                Ok(())
+            });
         }
     }
 }
@@ -223,10 +225,7 @@ impl Writer {
                     .map_err(|e| AppError::io(&self.shown, &e))?;
             }
             Target::Handler(h, t) => {
-                let r = match h.lock() {
-                    Ok(mut h) => h.data(t, offset, bytes),
-                    Err(_) => Err("handler panicked".to_string()),
-                };
+                let r = crate::handler::call(h, |h| h.data(t, offset, bytes));
                 if let Err(reason) = r {
                     return Err(AppError::new(
                         Kind::Failed,

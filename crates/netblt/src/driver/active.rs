@@ -118,6 +118,7 @@ pub(crate) fn run_active<A: Application>(
             peer.is_ipv6(),
             overhead,
             probe,
+            config.rate.max_bps,
         );
         if let Some(ceiling) = sizes.ceiling {
             config.rate.max_bps = Some(ceiling);
