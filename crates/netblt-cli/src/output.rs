@@ -75,13 +75,19 @@ pub fn line(r: &TransferReport) -> String {
             fmt_bytes(r.bytes)
         ),
         None => format!(
-            "{} {arrow} {}: {files}{} in {:.2} s, {} (steady {}), {}{}",
+            "{} {arrow} {}: {files}{} in {:.2} s, {}{}, {}{}",
             r.name,
             r.peer,
             fmt_bytes(r.bytes),
             r.wall_time_s,
             shown_rate(r, r.real_throughput_bps),
-            shown_rate(r, r.steady_throughput_bps),
+            // Only the data sender knows when the last new data left, so a
+            // receiver never has a steady rate: no "(steady -)" on every
+            // receiver's line (F18).
+            match r.steady_throughput_bps {
+                Some(b) if r.bytes > 0 => format!(" (steady {})", fmt_rate(b)),
+                _ => String::new(),
+            },
             // No digest: an encrypted memory-to-memory test, whose every
             // packet was authenticated instead (decision K16).
             r.digest.as_deref().map_or_else(
@@ -172,21 +178,53 @@ pub fn print_failed(f: &netblt::FilesReport, label: &str, more: &str) {
 
 /// A bundle that failed: the error's first line after `name`, and the
 /// peer's lines (one per entry it could not store) indented below it, on
-/// stderr; returns the exit code. A network error is returned as an error
-/// instead (nothing more will get through). The peer's lines are escaped.
-pub fn bundle_error(name: &str, e: &netblt::Error) -> anyhow::Result<i32> {
+/// stderr, then `hint` on a line of its own; returns the exit code. A
+/// network error is returned as an error instead (nothing more will get
+/// through), the hint as its second line. The peer's lines are escaped.
+pub fn bundle_error(name: &str, e: &netblt::Error, hint: Option<&str>) -> anyhow::Result<i32> {
     let text = e.to_string();
     let mut lines = text.lines().map(shown);
     let first = format!("{}: {}", shown(name), lines.next().unwrap_or_default());
     let rc = crate::exit::of(e);
     if rc == crate::exit::NETWORK {
-        return Err(crate::exit::CliError::new(rc, first).into());
+        return Err(crate::exit::CliError::new(rc, with_hint(first, hint)).into());
     }
     eprintln!("netblt: {first}");
     for l in lines {
         eprintln!("netblt:   {l}");
     }
+    if let Some(h) = hint {
+        eprintln!("netblt: {h}");
+    }
     Ok(rc)
+}
+
+/// `line`, then `hint` as a second `netblt:` line (the tool prints an
+/// error's lines each with the prefix).
+pub fn with_hint(line: String, hint: Option<&str>) -> String {
+    match hint {
+        Some(h) => format!("{line}\nnetblt: {h}"),
+        None => line,
+    }
+}
+
+/// Whether a transfer that failed with `e` leaves the receiving end its
+/// partial copy (decision F4): an interruption at either end (Ctrl-C, "aborted
+/// by peer: receiver interrupted"), the death timer (the peer went silent)
+/// and a network error (the peer went away) keep it; an integrity failure,
+/// a full disk or a write error remove it, and a refusal made none. Only
+/// then does "--resume sends only the rest" hold (F18: every interruption
+/// but the sender's own Ctrl-C left a partial copy and no word of it).
+pub fn partial_kept(e: &netblt::Error) -> bool {
+    match e.cause() {
+        netblt::Error::Network(_) => true,
+        netblt::Error::Failed(m) => {
+            m == "interrupted"
+                || m.ends_with("(death timer)")
+                || (m.starts_with("aborted by peer: ") && m.ends_with(" interrupted"))
+        }
+        _ => false,
+    }
 }
 
 /// "1 file", "2 files".
@@ -204,6 +242,31 @@ mod tests {
             super::counted(2, "directory", "directories"),
             "2 directories"
         );
+    }
+
+    #[test]
+    fn only_interruptions_keep_a_partial_copy() {
+        use super::partial_kept;
+        use netblt::Error;
+        let f = |m: &str| Error::Failed(m.into());
+        for kept in [
+            f("interrupted"),
+            f("aborted by peer: receiver interrupted"),
+            f("peer silent for 10 s (death timer)"),
+            Error::Network(
+                "connection to x lost: port unreachable (the receiver went away)".into(),
+            ),
+        ] {
+            assert!(partial_kept(&kept), "{kept}");
+        }
+        for gone in [
+            f("aborted by peer: disk full (ENOSPC)"),
+            f("digest mismatch"),
+            f("refused by peer: file exists (use --force on the receiver)"),
+            Error::Local("x: permission denied".into()),
+        ] {
+            assert!(!partial_kept(&gone), "{gone}");
+        }
     }
 
     #[test]

@@ -73,11 +73,11 @@ fn interval_object(p: &netblt::Progress, prev: &StreamState) -> serde_json::Valu
     })
 }
 
-/// Columns the bar's template takes besides its message, at most:
-/// ` [` + 20 + `] ` + `999.99 MB/999.99 MB` + ` 999.99 Mb/s` + ` ETA 59m`.
-const BAR_FIXED: usize = 2 + 20 + 2 + 19 + 12 + 8;
-/// ... and a stream's: spinner, bytes, rate.
-const STREAM_FIXED: usize = 2 + 9 + 12;
+/// The narrowest bar drawn: what the message leaves it is wider.
+const MIN_BAR: usize = 6;
+/// Columns around the bar: ` [` and `] `; a stream's spinner and space.
+const BAR_EDGES: usize = 4;
+const SPINNER: usize = 2;
 
 /// The terminal's width on stderr (80 when it does not say).
 fn term_width() -> usize {
@@ -92,32 +92,121 @@ fn term_width() -> usize {
     }
 }
 
-/// The bar's message: the name, then what fits of the retransmissions
-/// and the rate controller's limit in the terminal's width.
-fn bar_message(p: &netblt::Progress, fixed: usize) -> String {
+/// The rate of the last few seconds, for the bar's rate and ETA. The
+/// average since the start (indicatif's) counts the start-up and the first
+/// round trips, when nothing is acknowledged yet: on a 600 ms path its ETA
+/// was twice the time left, and started at "2m" for a 10 s transfer (F18).
+/// A window of seconds, not of the last sample or two: bytes are
+/// acknowledged a whole buffer at a time. scp, rsync and pv show a recent
+/// rate too.
+#[derive(Default)]
+struct Recent {
+    /// (seconds since the start, bytes) samples, oldest first; the first
+    /// is at or before the window's start once the transfer is older.
+    samples: std::collections::VecDeque<(f64, u64)>,
+}
+
+impl Recent {
+    /// The window: 3 s, or 4 round trips on a longer path (a few buffers'
+    /// acknowledgments), at most 10 s.
+    fn window(srtt: Option<std::time::Duration>) -> f64 {
+        srtt.map_or(3.0, |r| (4.0 * r.as_secs_f64()).clamp(3.0, 10.0))
+    }
+
+    /// Adds a sample; a clock that went back is the next transfer's.
+    fn push(&mut self, t: f64, bytes: u64, window: f64) {
+        if self
+            .samples
+            .back()
+            .is_some_and(|&(t0, b0)| t < t0 || bytes < b0)
+        {
+            self.samples.clear();
+        }
+        self.samples.push_back((t, bytes));
+        while self.samples.len() > 2 && self.samples[1].0 <= t - window {
+            self.samples.pop_front();
+        }
+    }
+
+    /// Bits per second over the window; `None` until it spans a second
+    /// (the first acknowledgment alone is no rate).
+    fn rate(&self) -> Option<f64> {
+        let (&(t0, b0), &(t1, b1)) = (self.samples.front()?, self.samples.back()?);
+        (t1 - t0 >= 1.0).then(|| (b1 - b0) as f64 * 8.0 / (t1 - t0))
+    }
+
+    /// Seconds left at the window's rate for `left` more bytes; `None`
+    /// when no rate is known or nothing moves.
+    fn eta(&self, left: u64) -> Option<f64> {
+        self.rate()
+            .filter(|&r| r > 0.0)
+            .map(|r| left as f64 * 8.0 / r)
+    }
+}
+
+/// What the bar shows right of it: bytes (of the total), the recent rate and
+/// the ETA, as wide as they are (a worst-case width left the message no
+/// room on 80 columns).
+fn right_part(bytes: u64, total: Option<u64>, recent: &Recent) -> String {
+    use crate::units::{fmt_bytes, fmt_rate};
+    let rate = recent.rate().map_or_else(|| "-".to_string(), fmt_rate);
+    match total {
+        Some(n) => {
+            let eta = recent
+                .eta(n.saturating_sub(bytes))
+                .filter(|_| bytes > 0)
+                .map_or_else(
+                    || "-".to_string(),
+                    |s| {
+                        let d = std::time::Duration::from_secs_f64(s.min(360_000.0));
+                        format!("{:#}", indicatif::HumanDuration(d))
+                    },
+                );
+            // "40.89/100.00 MB": the unit once when both have it.
+            let (done, of) = (fmt_bytes(bytes), fmt_bytes(n));
+            let done = match (done.split_once(' '), of.split_once(' ')) {
+                (Some((d, u)), Some((_, v))) if u == v => d.to_string(),
+                _ => done,
+            };
+            format!("{done}/{of} {rate} ETA {eta}")
+        }
+        None => format!("{} {rate}", fmt_bytes(bytes)),
+    }
+}
+
+/// The bar's message: the name, then what fits of the rate controller's
+/// pacing rate and the retransmissions beside the bar and `right`.
+fn bar_message(p: &netblt::Progress, right: &str, width: usize) -> String {
     let rate = match (p.rate_bps, p.rate_reason) {
+        // The rate the controller paces at now, and why: not a limit (it
+        // read "limit 95.46 Mb/s (probing)" while probing above it).
         (Some(r), Some(why)) => Some(format!(
-            "limit {} ({why})",
+            "pacing {} ({why})",
             crate::units::fmt_rate(r as f64)
         )),
         _ => None,
+    };
+    let around = match p.total {
+        Some(_) => BAR_EDGES + MIN_BAR,
+        None => SPINNER,
     };
     fit_message(
         &p.name,
         p.retransmitted,
         rate.as_deref(),
-        term_width().saturating_sub(fixed + 1),
+        width.saturating_sub(around + right.chars().count() + 1),
     )
 }
 
-/// `NAME rxm N limit R (why)` in at most `room` columns: the limit goes
-/// first, then the retransmissions, then the name is cut with `…` (never a
-/// number cut in the middle: "limit 9" read as 9 Mb/s).
+/// `NAME pacing R (why) rxm N` in at most `room` columns: the
+/// retransmissions go first, then the pacing rate, then the name is cut
+/// with `…` (never a number cut in the middle: "pacing 9" read as 9 Mb/s).
 fn fit_message(name: &str, rxm: u64, rate: Option<&str>, room: usize) -> String {
     let width = |s: &str| s.chars().count();
     let rxm = format!("rxm {rxm}");
-    let mut parts: Vec<&str> = vec![&rxm];
+    let mut parts: Vec<&str> = Vec::new();
     parts.extend(rate);
+    parts.push(&rxm);
     while !parts.is_empty() {
         let extra: usize = parts.iter().map(|p| width(p) + 1).sum();
         if width(name) + extra <= room {
@@ -140,13 +229,17 @@ pub fn end_object(report: &serde_json::Value) -> serde_json::Value {
     serde_json::json!({ "event": "end", "data": report })
 }
 
+/// A bar being drawn, and the samples of its recent rate.
+type Drawn = (ProgressBar, Recent);
+
 /// A progress bar on stderr, drawn from the library's progress callback
 /// (only on a terminal and when not `quiet`), and/or a JSON stream on
-/// stdout. The bar shows bytes, rate, ETA, retransmissions and the rate
-/// controller's current limit; it is cleared by [`Bar::finish`].
+/// stdout. The bar shows bytes, the recent rate, an ETA from it, the rate
+/// controller's pacing rate and why, and retransmissions (what fits, in
+/// that order); it is cleared by [`Bar::finish`].
 #[derive(Clone, Default)]
 pub struct Bar {
-    bar: Option<Arc<Mutex<Option<ProgressBar>>>>,
+    bar: Option<Arc<Mutex<Option<Drawn>>>>,
     stream: Option<(Stream, Arc<Mutex<StreamState>>)>,
 }
 
@@ -198,45 +291,37 @@ impl Bar {
             let Ok(mut g) = slot.lock() else {
                 return;
             };
-            let msg = bar_message(p, p.total.map_or(STREAM_FIXED, |_| BAR_FIXED));
-            let pb = g.get_or_insert_with(|| {
+            // What travelled: a resumed file's first part, there before,
+            // is no rate (counted, it read as a burst at the RESPONSE).
+            let moved = p.bytes.saturating_sub(p.resumed_from.unwrap_or(0));
+            let (drawn, mut recent) = g.take().map_or_else(
+                || {
+                    let mut r = Recent::default();
+                    r.push(0.0, 0, 3.0);
+                    (None, r)
+                },
+                |(pb, r)| (Some(pb), r),
+            );
+            recent.push(p.elapsed.as_secs_f64(), moved, Recent::window(p.srtt));
+            let right = right_part(p.bytes, p.total, &recent);
+            let msg = bar_message(p, &right, term_width());
+            let pb = drawn.unwrap_or_else(|| {
                 // A stream of unknown length has no bar and no ETA. The
                 // message is set before the first frame (which showed no
-                // name), and fits what the terminal leaves (F15): a line
-                // wider than the terminal took two rows of 80 columns.
+                // name). The bar takes what the message and the figures
+                // leave (F15: a line wider than the terminal took two rows
+                // of 80 columns; F18: a fixed 20-column bar left no room
+                // for the pacing rate there). The figures are ours (the
+                // prefix): decimal bytes and bits per second, as the
+                // reports, and a recent rate.
                 let (pb, template) = match p.total {
-                    Some(n) => (
-                        ProgressBar::new(n).with_message(msg.clone()),
-                        "{wide_msg} [{bar:20}] {decimal_bytes}/{decimal_total_bytes} {bitrate} ETA {left}",
-                    ),
-                    None => (
-                        ProgressBar::no_length().with_message(msg.clone()),
-                        "{wide_msg} {spinner} {decimal_bytes} {bitrate}",
-                    ),
+                    Some(n) => (ProgressBar::new(n), "{msg} [{wide_bar}] {prefix}"),
+                    None => (ProgressBar::no_length(), "{wide_msg} {spinner} {prefix}"),
                 };
-                // The reports' units: decimal bytes (MB) and bits per second
-                // (Mb/s), not indicatif's MiB and MiB/s beside our Mb/s.
+                let pb = pb.with_message(msg.clone()).with_prefix(right.clone());
                 pb.set_style(
                     ProgressStyle::with_template(template)
                         .unwrap_or_else(|_| ProgressStyle::default_bar())
-                        .with_key(
-                            "bitrate",
-                            |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                                let _ = write!(w, "{}", crate::units::fmt_rate(s.per_sec() * 8.0));
-                            },
-                        )
-                        // No estimate before anything has moved (it read
-                        // "ETA 0s" while a sender waited for an answer).
-                        .with_key(
-                            "left",
-                            |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                                let _ = if s.pos() == 0 {
-                                    write!(w, "-")
-                                } else {
-                                    write!(w, "{:#}", indicatif::HumanDuration(s.eta()))
-                                };
-                            },
-                        )
                         .progress_chars("=> "),
                 );
                 pb
@@ -244,8 +329,10 @@ impl Bar {
             if let Some(s) = p.total {
                 pb.set_length(s);
             }
+            pb.set_prefix(right);
             pb.set_message(msg);
             pb.set_position(p.bytes);
+            *g = Some((pb, recent));
         }));
     }
 
@@ -253,7 +340,7 @@ impl Bar {
     pub fn finish(&self) {
         if let Some(slot) = &self.bar {
             if let Ok(mut g) = slot.lock() {
-                if let Some(pb) = g.take() {
+                if let Some((pb, _)) = g.take() {
                     pb.finish_and_clear();
                 }
             }
@@ -263,27 +350,72 @@ impl Bar {
 
 #[cfg(test)]
 mod tests {
-    use super::fit_message;
+    use super::{fit_message, right_part, Recent, BAR_EDGES, MIN_BAR};
 
     #[test]
     fn the_bar_message_fits_the_terminal() {
-        let limit = Some("limit 97.90 Mb/s (cap)");
+        let pacing = Some("pacing 97.90 Mb/s (cap)");
         assert_eq!(
-            fit_message("big.bin", 3, limit, 80),
-            "big.bin rxm 3 limit 97.90 Mb/s (cap)"
+            fit_message("big.bin", 3, pacing, 80),
+            "big.bin pacing 97.90 Mb/s (cap) rxm 3"
         );
-        // The limit goes first, whole, then the retransmissions.
-        assert_eq!(fit_message("big.bin", 3, limit, 30), "big.bin rxm 3");
-        assert_eq!(fit_message("big.bin", 3, limit, 10), "big.bin");
+        // The retransmissions go first, then the pacing rate, whole.
+        assert_eq!(
+            fit_message("big.bin", 3, pacing, 32),
+            "big.bin pacing 97.90 Mb/s (cap)"
+        );
+        assert_eq!(fit_message("big.bin", 3, pacing, 20), "big.bin");
         // Then the name is cut, and said to be.
         assert_eq!(fit_message("a-long-name.iso", 0, None, 8), "a-long-…");
         assert_eq!(fit_message("x", 0, None, 0), "x");
-        // What a default 80-column terminal leaves beside the bar holds a
-        // short name and its limit.
-        let room = 80 - super::BAR_FIXED - 1;
-        assert!(
-            fit_message("big.bin", 0, None, room).contains("rxm"),
-            "{room}"
-        );
+    }
+
+    /// F18: on 80 columns the pacing rate and its reason never showed
+    /// (the figures were given their widest, and the bar 20 columns).
+    #[test]
+    fn the_pacing_rate_shows_on_80_columns() {
+        let mut r = Recent::default();
+        r.push(0.0, 0, 3.0);
+        r.push(2.0, 40_890_000, 3.0);
+        let right = right_part(40_890_000, Some(100_000_000), &r);
+        assert_eq!(right, "40.89/100.00 MB 163.56 Mb/s ETA 3s");
+        let room = 80 - BAR_EDGES - MIN_BAR - right.chars().count() - 1;
+        for why in ["cap", "probing", "startup", "steady"] {
+            let pacing = format!("pacing 95.46 Mb/s ({why})");
+            let msg = fit_message("a.bin", 431, Some(&pacing), room);
+            assert!(msg.contains(&pacing), "{msg:?} in {room} columns");
+        }
+    }
+
+    /// F18: the ETA comes from the last seconds, not from the average since
+    /// the start: after 3 s of start-up at 20 Mb/s then 95 Mb/s, 59 MB are
+    /// 5 s away, which the average (47 Mb/s) made 10 s.
+    #[test]
+    fn the_eta_follows_the_recent_rate() {
+        let mut r = Recent::default();
+        let w = Recent::window(Some(std::time::Duration::from_millis(600)));
+        assert_eq!(w, 3.0);
+        let mut bytes = 0u64;
+        for i in 1..=70 {
+            let t = f64::from(i) * 0.1;
+            bytes += if t <= 3.0 { 250_000 } else { 1_187_500 };
+            r.push(t, bytes, w);
+        }
+        let rate = r.rate().unwrap();
+        assert!((rate - 95e6).abs() < 1e6, "{rate}");
+        let eta = r.eta(59_000_000).unwrap();
+        assert!((4.5..5.5).contains(&eta), "{eta}");
+        // Nothing known before a second has passed; a stall is no ETA.
+        let mut fresh = Recent::default();
+        fresh.push(0.0, 0, w);
+        fresh.push(0.5, 1_000_000, w);
+        assert_eq!(fresh.rate(), None);
+        let mut stalled = Recent::default();
+        stalled.push(0.0, 5, w);
+        stalled.push(4.0, 5, w);
+        assert_eq!(stalled.eta(10), None);
+        // A sample from before (the next file) starts the window again.
+        r.push(0.1, 0, w);
+        assert_eq!(r.samples.len(), 1);
     }
 }

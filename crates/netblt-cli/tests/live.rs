@@ -126,7 +126,7 @@ fn no_bar_when_stderr_is_not_a_terminal() {
 }
 
 /// On a pseudo-terminal (`script`), the bar shows bytes, rate, ETA,
-/// retransmissions and the rate limit.
+/// retransmissions and the rate the controller paces at.
 #[test]
 fn bar_on_a_terminal() {
     if !has_script() {
@@ -147,7 +147,7 @@ fn bar_on_a_terminal() {
         on_terminal(&cmd)
     };
     let text = bar(160);
-    for want in ["ETA", "rxm", "limit", "Mb/s"] {
+    for want in ["ETA", "rxm", "pacing", "Mb/s"] {
         assert!(text.contains(want), "{want} missing from the bar: {text:?}");
     }
     // F15: on 80 columns every frame fits one row (the bar took two and
@@ -166,8 +166,16 @@ fn bar_on_a_terminal() {
             "{} columns: {f:?}",
             f.chars().count()
         );
-        assert!(f.starts_with("f rxm "), "{f:?}");
+        assert!(f.starts_with("f "), "{f:?}");
     }
+    // F18: ... and the pacing rate and why, once known, fit there too
+    // (they never showed on 80 columns).
+    assert!(
+        frames
+            .iter()
+            .any(|f| f.contains("pacing ") && f.contains("(cap)")),
+        "{frames:?}"
+    );
 }
 
 /// First contact with a receiver records its key in known_hosts, and a

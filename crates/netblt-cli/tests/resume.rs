@@ -370,3 +370,133 @@ fn get_resume_of_a_complete_file_sends_nothing() {
     assert_eq!(code, Some(0), "{e}");
     assert!(temp_files(here.path()).is_empty());
 }
+
+/// "12.34 Mb/s" (or kb/s, Gb/s) as bits per second.
+fn rate_of(s: &str) -> f64 {
+    let (n, unit) = s.split_once(' ').unwrap_or_else(|| panic!("{s}"));
+    let scale = match unit {
+        "Gb/s" => 1e9,
+        "Mb/s" => 1e6,
+        "kb/s" => 1e3,
+        _ => 1.0,
+    };
+    n.parse::<f64>().unwrap_or_else(|_| panic!("{s}")) * scale
+}
+
+/// F18: the receiver's rate after a resume is of the bytes that travelled,
+/// as the sender's (it counted the whole file, 124 Mb/s on a 100 Mb/s
+/// link), and its line has no "(steady -)": a receiver never knows one.
+#[test]
+fn a_resumed_receivers_rate_counts_what_travelled() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let f = src.path().join("big");
+    write(&f, &data(32 * MIB, 21));
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--death-timer", "1"]);
+    send_and_kill(&f, &r.addr, dst.path(), "big", 20);
+    wait_unlocked(dst.path(), "big");
+    // Paced, so that the data phase is most of the receiver's wall time.
+    let v = send_json(&[
+        "send",
+        f.to_str().unwrap(),
+        &r.addr,
+        "--resume",
+        "--json",
+        "--policy",
+        "fixed",
+        "--rate",
+        "80M",
+    ]);
+    let resumed = v["resumed_from"].as_u64().unwrap();
+    assert!(resumed >= 20 * MIB as u64, "{v}");
+    let rout = r.stop();
+    let line = rout
+        .lines()
+        .find(|l| l.starts_with("big <- ") && l.contains("resumed:"))
+        .unwrap_or_else(|| panic!("{rout}"));
+    assert!(!line.contains("steady"), "{line}");
+    // "big <- PEER: 33.55 MB in 0.52 s, 198.12 Mb/s, verified, ..."
+    let (_, after) = line.split_once(" in ").unwrap();
+    let (secs, rest) = after.split_once(" s, ").unwrap();
+    let rate = rate_of(rest.split(',').next().unwrap());
+    let secs: f64 = secs.parse().unwrap();
+    // The whole file over the data's time (at most the wall time) would
+    // make rate x wall at least the file's size; the bytes that travelled
+    // (12 of 32 MiB) make it about that much.
+    let bytes = (32 * MIB) as f64;
+    assert!(
+        rate * secs / 8.0 < 0.7 * bytes,
+        "{line}: {rate} b/s over {secs} s is the whole file's rate"
+    );
+}
+
+/// F18: a sender whose receiver was interrupted (and a `get` whose server
+/// went away) is told that the partial copy is kept and how to continue,
+/// as after its own Ctrl-C.
+#[test]
+fn other_interruptions_say_how_to_resume() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let f = src.path().join("h");
+    write(&f, &data(16 * MIB, 22));
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
+    let s = spawn(
+        &[
+            "send",
+            f.to_str().unwrap(),
+            &r.addr,
+            "--policy",
+            "fixed",
+            "--rate",
+            "80M",
+            "--buffer-size",
+            "1MiB",
+        ],
+        Stdio::null(),
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    assert!(wait_for(T, || journal_units(dst.path(), "h") >= 2));
+    let _ = r.stop(); // SIGINT: "receiver interrupted"
+    let o = s.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("receiver interrupted"), "{err}");
+    assert!(
+        err.contains("h: the receiver keeps what arrived; the same command with --resume sends only the rest"),
+        "{err}"
+    );
+    assert!(dst.path().join(".h.netblt-part").exists());
+
+    // A `get` whose server is killed: port unreachable, exit 4.
+    let here = tempfile::tempdir().unwrap();
+    let srv = Recv::start(&["--dir", src.path().to_str().unwrap(), "--serve"]);
+    let out = here.path().join("h");
+    let g = spawn(
+        &[
+            "get",
+            &srv.addr,
+            "h",
+            "-o",
+            out.to_str().unwrap(),
+            "--rate",
+            "80M",
+            "--buffer-size",
+            "1MiB",
+        ],
+        Stdio::null(),
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    assert!(wait_for(T, || journal_units(here.path(), "h") >= 2));
+    drop(srv); // SIGKILL
+    let o = g.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(matches!(o.status.code(), Some(1) | Some(4)), "{err}");
+    assert!(
+        err.contains(
+            "h: what arrived is kept here; the same command with --resume fetches only the rest"
+        ),
+        "{err}"
+    );
+}

@@ -129,7 +129,7 @@ fn empty_stdin_is_an_empty_file() {
     // handshake's and the digest's).
     let line = String::from_utf8_lossy(&out.stdout);
     assert!(
-        line.contains("0 B in") && line.contains(", - (steady -)"),
+        line.contains("0 B in") && line.contains(", -, verified"),
         "{line}"
     );
     let (code, _, _) = r.finish(T);

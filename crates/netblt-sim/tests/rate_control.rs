@@ -855,3 +855,49 @@ fn buffers_of_a_few_packets_still_feed_the_controller() {
     let (g, path) = small_buffers(1400, 2 * 1400, 10.0);
     assert!(g > 0.8 * path, "goodput {g} of {path}");
 }
+
+/// R70: a STARTUP begun again from FAST (R50/R51) near the path's rate on a
+/// long path with a shallow queue (100 Mb/s, 600 ms, a 100 ms queue: a
+/// sixth of the bandwidth-delay product; the tool's own buffers). It
+/// restarted from 72 Mb/s at 2.885x and overflowed the queue for a round,
+/// which a doubling search cannot avoid there (its signal takes a round
+/// trip to come back); but it took the
+/// 30 % it lost for noise, and an estimate counting those losses as
+/// delivered (137 Mb/s) kept it overflowing for five more rounds: 7,565
+/// queue drops for 100 MB, 9.6 % of what it sent, done at 11.81 s. Now the
+/// round after STARTUP teaches the noise estimate nothing and its samples
+/// count no overflow as delivered: 2,330 (3.2 %, the restart's own round),
+/// 11.41 s. The test asks for under 5 % and 12 s. (A gentler restart lost
+/// none here, but left a flow beside CUBIC at a tenth of its rate in 10 of
+/// 30 seeds: decision R70.)
+#[test]
+fn a_restart_on_a_long_path_does_not_flood_a_shallow_queue() {
+    let mut b = bottleneck(1_250_000, 0.0);
+    b.rate_bps = Some(100_000_000);
+    let mut f = netblt("fair", PolicySpec::Fair, 600.0, 0.0);
+    if let FlowKind::Netblt(n) = &mut f.kind {
+        // The tool's: 1 MiB buffers, 32 to 128 outstanding.
+        n.buffer_size = 1 << 20;
+        n.max_buffers = 128;
+        n.min_buffers = Some(32);
+        n.tool_recovery = true;
+    }
+    f.size_bytes = Some(100_000_000);
+    let r = run(20.0, b, vec![f]);
+    let fl = &r.flows[0];
+    let drops = fl.bottleneck_drops.queue;
+    println!(
+        "queue drops {drops} of {} sent, done at {:?} s",
+        fl.data_packets_sent, fl.completed_at_s
+    );
+    assert!(
+        (drops as f64) < 0.05 * fl.data_packets_sent as f64,
+        "{drops} of {}",
+        fl.data_packets_sent
+    );
+    assert!(
+        fl.completed_at_s.is_some_and(|t| t < 12.0),
+        "{:?}",
+        fl.completed_at_s
+    );
+}

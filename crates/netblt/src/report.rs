@@ -129,8 +129,10 @@ pub struct TransferReport {
     pub control_retransmissions: u64,
     /// NULL-ACK packets sent.
     pub null_acks: u64,
-    /// Bytes over the time from the first DATA to the end, in bits per
-    /// second (only on success).
+    /// The bytes that travelled over the time from the first DATA to the
+    /// end, in bits per second (only on success): a resumed transfer's
+    /// `resumed_from` bytes, already at the receiver, are not counted, at
+    /// either end.
     pub real_throughput_bps: Option<f64>,
     /// RFC 1030's SPEED: the rate while buffers were flowing, in bits per
     /// second (only on success, and only at the data sender, which knows
@@ -229,8 +231,12 @@ impl TransferReport {
         let real = if t.sender {
             st.real_throughput_bps()
         } else {
+            // The bytes that travelled, as the sender counts them: a resumed
+            // file's first part was already here (F18: 124 Mb/s was reported
+            // on a 100 Mb/s link, the whole file over the rest's time).
+            let moved = bytes.saturating_sub(t.resumed_from.unwrap_or(0));
             match (st.started_at, st.completed_at) {
-                (Some(a), Some(b)) if b > a => Some(bytes as f64 * 8.0 / (b - a).as_secs_f64()),
+                (Some(a), Some(b)) if b > a => Some(moved as f64 * 8.0 / (b - a).as_secs_f64()),
                 _ => None,
             }
         };

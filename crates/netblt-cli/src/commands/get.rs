@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::exit::{self, CliError};
 use crate::flags::{CommonFlags, ParamFlags};
-use crate::output::{bundle_error, line, print_failed, shown, why};
+use crate::output::{bundle_error, line, partial_kept, print_failed, shown, why};
 use crate::progress::default_sigpipe;
 use crate::remote::Remote;
 
@@ -155,9 +155,10 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     }
     // The partial file stays beside the destination, but the same command
     // without --resume starts again from zero: say how not to (as `send`
-    // says, F14).
-    if let Some(e @ netblt::Error::Failed(m)) = &report.error {
-        if m == "interrupted" && report.files.is_none() && netblt::partial_copy(&out).is_some() {
+    // says, F14), whichever end was interrupted or went away (F18: a server
+    // stopped or gone left it unsaid).
+    if let Some(e) = &report.error {
+        if partial_kept(e) && report.files.is_none() && netblt::partial_copy(&out).is_some() {
             eprintln!("netblt: {}: {e}", a.name);
             eprintln!(
                 "netblt: {}: what arrived is kept here; the same command with --resume fetches \
@@ -270,7 +271,7 @@ fn finish(name: &str, report: &netblt::TransferReport) -> anyhow::Result<i32> {
     }
     match &report.error {
         None => Ok(exit::OK),
-        Some(e) if report.files.is_some() => bundle_error(name, e),
+        Some(e) if report.files.is_some() => bundle_error(name, e, None),
         Some(e) => Err(CliError::new(exit::of(e), format!("{name}: {e}")).into()),
     }
 }

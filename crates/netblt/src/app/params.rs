@@ -139,8 +139,10 @@ pub(crate) fn size_for_path(
                 g3
             };
             p.packet_size = offer;
-            (p.burst_size, p.burst_interval_ms) =
-                TransferParams::burst_for_rate_exact(rate.max(1), offer);
+            (p.burst_size, p.burst_interval_ms) = match out.probe {
+                Some(probed) if exact_bps.is_some() => burst_for_probe(rate.max(1), offer, probed),
+                _ => TransferParams::burst_for_rate_exact(rate.max(1), offer),
+            };
         }
     }
     if auto.buffer {
@@ -151,6 +153,47 @@ pub(crate) fn size_for_path(
         }
     }
     out
+}
+
+/// The burst to offer for `bps` with packets of `offer` bytes when the
+/// receiver may raise them to `probed` bytes (R58). It refits the burst to
+/// the larger packets, each field only more restrictive (RFC 998 §4: a
+/// burst no larger, an interval no shorter), so the burst offered for the
+/// exact rate could fall short after the refit: `--rate 20M` was offered as
+/// 25 packets of 1400 bytes per 14 ms (20.0 Mb/s), refitted to 24 of 1428
+/// per 14 ms, 19.58 Mb/s, shown as "the cap: 19.6 Mb/s" (F18). The interval
+/// chosen here is the shortest at which both the offer and its refit are
+/// within [`EXACT_RATE_TOLERANCE`](netblt_proto::config::EXACT_RATE_TOLERANCE) of
+/// the rate (50 per 28 ms, refitted to 49 per 28 ms), so the rate survives
+/// whether the probe succeeds or not; the exact offer alone when no such
+/// interval exists up to 1 s.
+fn burst_for_probe(bps: u64, offer: u16, probed: u16) -> (u16, u16) {
+    let tolerance = netblt_proto::config::EXACT_RATE_TOLERANCE;
+    let close = |burst: (u16, u16), size: u16| {
+        TransferParams::burst_rate_bps(burst, size) >= (1.0 - tolerance) * bps as f64
+    };
+    let per_ms = bps as f64 / (f64::from(offer.max(1)) * 8.0) / 1000.0;
+    for interval in 1..=1000u16 {
+        let size = (per_ms * f64::from(interval)).floor();
+        if size > f64::from(u16::MAX) {
+            break;
+        }
+        if size < 1.0 {
+            continue;
+        }
+        let burst = (size as u16, interval);
+        if !close(burst, offer) {
+            continue;
+        }
+        // The receiver's refit (netblt_proto's `refit_burst`), from the
+        // offered burst's own rate.
+        let offered = TransferParams::burst_rate_bps(burst, offer);
+        let refit = TransferParams::burst_within(offered, probed, burst.0, burst.1);
+        if close(refit, probed) {
+            return burst;
+        }
+    }
+    TransferParams::burst_for_rate_exact(bps, offer)
 }
 
 /// What [`size_for_path`] chose beyond the offer.
@@ -335,6 +378,38 @@ mod tests {
         let mut rounded = p;
         size_for_path(&mut rounded, sizes, Some(65_536), false, SEAL, true, None);
         assert!(rounded.rate_bps() < r);
+    }
+
+    #[test]
+    fn a_given_rate_survives_the_probes_refit() {
+        // F18: `--rate 20M` on a 1500-byte path was offered as 25 x 1400
+        // bytes per 14 ms and refitted to 24 x 1428 per 14 ms: 19.58 Mb/s.
+        let sizes = crate::AutoSize::new(true, true, false);
+        for rate in [
+            20_000_000u64,
+            50_000_000,
+            100_000_000,
+            7_000_000,
+            200_000_000,
+        ] {
+            let mut p = lan_offer(32);
+            let out = size_for_path(&mut p, sizes, Some(1500), false, SEAL, true, Some(rate));
+            let probed = out.probe.expect("a probe beyond 1400 bytes");
+            let offered = p.rate_bps();
+            let refit =
+                TransferParams::burst_within(offered, probed, p.burst_size, p.burst_interval_ms);
+            let after = TransferParams::burst_rate_bps(refit, probed);
+            let r = rate as f64;
+            // Never above the rate, and within 0.1 % of it, probe or not.
+            assert!(
+                (0.999 * r..=r).contains(&offered),
+                "{rate}: offered {offered}"
+            );
+            assert!(
+                (0.999 * r..=r).contains(&after),
+                "{rate}: {refit:?} -> {after}"
+            );
+        }
     }
 
     #[test]

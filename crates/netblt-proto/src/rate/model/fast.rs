@@ -217,6 +217,13 @@ impl Model {
                     // ends FAST starts again from the new estimate's pipe,
                     // pacing at no less than 0.9 of it while the queue
                     // STARTUP left drains (R46; `enter_cruise`).
+                    tracing::debug!(
+                        bw,
+                        prev_bw,
+                        found = self.fast_found,
+                        grow = self.fast_grow,
+                        "STARTUP again: capacity found"
+                    );
                     self.restarted = true;
                     self.start_up_again(bw);
                     return;
