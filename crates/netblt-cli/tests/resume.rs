@@ -283,21 +283,14 @@ fn get_resumes_too() {
     assert!(temp_files(here.path()).is_empty());
 }
 
-/// F15: a `get` stopped with Ctrl-C (SIGTERM here, handled the same way)
-/// says that what arrived is kept and how to fetch only the rest, as
-/// `send` says (F14).
-#[test]
-fn an_interrupted_get_says_how_to_resume() {
-    let srv = tempfile::tempdir().unwrap();
-    let here = tempfile::tempdir().unwrap();
-    write(&srv.path().join("g"), &data(16 * MIB, 17));
-    let r = Recv::start(&["--dir", srv.path().to_str().unwrap(), "--serve"]);
-    let out = here.path().join("g");
-    let g = spawn(
+/// `get NAME -o OUT` at 80 Mb/s with 1 MiB buffers (slow enough to be
+/// stopped midway), its stderr piped.
+fn slow_get(addr: &str, name: &str, out: &std::path::Path) -> std::process::Child {
+    spawn(
         &[
             "get",
-            &r.addr,
-            "g",
+            addr,
+            name,
             "-o",
             out.to_str().unwrap(),
             "--rate",
@@ -308,7 +301,20 @@ fn an_interrupted_get_says_how_to_resume() {
         Stdio::null(),
         Stdio::null(),
         Stdio::piped(),
-    );
+    )
+}
+
+/// F15: a `get` stopped with Ctrl-C (SIGTERM here, handled the same way)
+/// says that what arrived is kept and how to fetch only the rest, as
+/// `send` says (F14).
+#[test]
+fn an_interrupted_get_says_how_to_resume() {
+    let srv = tempfile::tempdir().unwrap();
+    let here = tempfile::tempdir().unwrap();
+    write(&srv.path().join("g"), &data(16 * MIB, 17));
+    let r = Recv::start(&["--dir", srv.path().to_str().unwrap(), "--serve"]);
+    let out = here.path().join("g");
+    let g = slow_get(&r.addr, "g", &out);
     assert!(wait_for(T, || journal_units(here.path(), "g") >= 2));
     signal(&g, SIGTERM);
     let o = g.wait_with_output().unwrap();
@@ -472,22 +478,7 @@ fn other_interruptions_say_how_to_resume() {
     let here = tempfile::tempdir().unwrap();
     let srv = Recv::start(&["--dir", src.path().to_str().unwrap(), "--serve"]);
     let out = here.path().join("h");
-    let g = spawn(
-        &[
-            "get",
-            &srv.addr,
-            "h",
-            "-o",
-            out.to_str().unwrap(),
-            "--rate",
-            "80M",
-            "--buffer-size",
-            "1MiB",
-        ],
-        Stdio::null(),
-        Stdio::null(),
-        Stdio::piped(),
-    );
+    let g = slow_get(&srv.addr, "h", &out);
     assert!(wait_for(T, || journal_units(here.path(), "h") >= 2));
     drop(srv); // SIGKILL
     let o = g.wait_with_output().unwrap();
