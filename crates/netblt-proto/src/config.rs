@@ -223,6 +223,22 @@ impl TransferParams {
         Self::burst_for_rate_within(bps, packet_size, EXACT_RATE_TOLERANCE)
     }
 
+    /// The whole-packet bursts at or below `bps` with packets of
+    /// `packet_size` bytes, one per interval from 1 ms to 1 s, shortest
+    /// interval first (intervals too short for one packet left out), up to
+    /// the burst size RFC 998's 16-bit field holds. The candidates
+    /// [`burst_for_rate`](Self::burst_for_rate) chooses among.
+    pub fn bursts_below(bps: u64, packet_size: u16) -> impl Iterator<Item = (u16, u16)> {
+        let per_ms = bps as f64 / (f64::from(packet_size.max(1)) * 8.0) / 1000.0;
+        let usable = per_ms > 0.0 && per_ms.is_finite();
+        (1..=1000u16)
+            .filter(move |_| usable)
+            .map(move |interval| ((per_ms * f64::from(interval)).floor(), interval))
+            .take_while(|&(size, _)| size <= f64::from(u16::MAX))
+            .filter(|&(size, _)| size >= 1.0)
+            .map(|(size, interval)| (size as u16, interval))
+    }
+
     fn burst_for_rate_within(bps: u64, packet_size: u16, tolerance: f64) -> (u16, u16) {
         let bits_per_packet = f64::from(packet_size.max(1)) * 8.0;
         let per_ms = bps as f64 / bits_per_packet / 1000.0;
@@ -230,17 +246,10 @@ impl TransferParams {
             return (1, u16::MAX);
         }
         let mut best: Option<(f64, u16, u16)> = None;
-        for interval in 1..=1000u16 {
-            let size = (per_ms * f64::from(interval)).floor();
-            if size > f64::from(u16::MAX) {
-                break;
-            }
-            if size < 1.0 {
-                continue;
-            }
-            let shortfall = 1.0 - size / f64::from(interval) / per_ms;
+        for (size, interval) in Self::bursts_below(bps, packet_size) {
+            let shortfall = 1.0 - f64::from(size) / f64::from(interval) / per_ms;
             if best.is_none_or(|(e, _, _)| shortfall < e - 1e-12) {
-                best = Some((shortfall, size as u16, interval));
+                best = Some((shortfall, size, interval));
             }
             if shortfall <= tolerance {
                 break;

@@ -616,14 +616,13 @@ fn slow_tail(i: &LimitInputs, d: &mut Verdict) -> Option<Diagnosis> {
     d.fig("tail_s", i.tail_s);
     d.fig("tail_share", i.tail_s / i.wall_s);
     d.fig("loss", resent);
-    let window = f64::from(i.buffers) * f64::from(i.buffer_size);
     Some(std::mem::take(d).say(
         Limit::ReceiverDisk,
         format!(
             "limited by the receiver's disk/application: every byte had left {} s into the run (the window, {} buffers of {}, held it all), and the receiver took {:.2} s more to take them ({} of the run)",
             secs(i.wall_s - i.tail_s),
             i.buffers,
-            bytes(window / f64::from(i.buffers.max(1))),
+            bytes(f64::from(i.buffer_size)),
             i.tail_s,
             pct(i.tail_s / i.wall_s)
         ),

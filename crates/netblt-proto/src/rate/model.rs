@@ -65,7 +65,6 @@ const PROBE_UP_GAIN: f64 = 1.1;
 const PROBE_UP_MAX_GAIN: f64 = 2.0;
 /// Bytes in flight allowed, in base round trips of the estimated rate.
 const CWND_GAIN: f64 = 2.0;
-
 /// Congestion cut: what is kept of the delivered rate.
 const CONGESTION_BETA: f64 = 0.9;
 /// ... and never less than this share of the estimate, per round.
@@ -551,12 +550,13 @@ impl Model {
     }
 
     /// R70: a queue that rose this high within a round, even if it did not
-    /// stand through it, makes that round's excess loss congestion: the
-    /// standing-queue threshold (a twentieth of the base, 30 ms at 600 ms)
-    /// let a 100 ms drop-tail queue overflow with the round's minimum under
-    /// it, and STARTUP's overshoot was taken for noise. Capped at HyStart++'s
-    /// largest RTT rise, 16 ms (RFC 9406 §4.2), so a shallow queue on a
-    /// long path still counts.
+    /// stand through it, keeps that round's excess loss (in or just after
+    /// STARTUP) out of the noise estimate, and a sample spanning it from
+    /// counting its losses as delivered: the standing-queue threshold (a
+    /// twentieth of the base, 30 ms at 600 ms) let a 100 ms drop-tail queue
+    /// overflow with the round's minimum under it, and STARTUP's overshoot
+    /// was taken for noise. Capped at HyStart++'s largest RTT rise, 16 ms
+    /// (RFC 9406 §4.2), so a shallow queue on a long path still counts.
     fn peak_threshold(&self) -> Duration {
         self.queue_threshold().min(Duration::from_millis(16))
     }

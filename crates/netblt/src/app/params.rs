@@ -172,16 +172,7 @@ fn burst_for_probe(bps: u64, offer: u16, probed: u16) -> (u16, u16) {
     let close = |burst: (u16, u16), size: u16| {
         TransferParams::burst_rate_bps(burst, size) >= (1.0 - tolerance) * bps as f64
     };
-    let per_ms = bps as f64 / (f64::from(offer.max(1)) * 8.0) / 1000.0;
-    for interval in 1..=1000u16 {
-        let size = (per_ms * f64::from(interval)).floor();
-        if size > f64::from(u16::MAX) {
-            break;
-        }
-        if size < 1.0 {
-            continue;
-        }
-        let burst = (size as u16, interval);
+    for burst in TransferParams::bursts_below(bps, offer) {
         if !close(burst, offer) {
             continue;
         }
