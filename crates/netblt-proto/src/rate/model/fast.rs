@@ -257,7 +257,21 @@ impl Model {
                 // And at most 10 ms of queue (R16, R25): 5 % of 1.8 s queued
                 // 90 ms, which FAST then drained for rounds, under the path's
                 // rate.
-                let over = (base.as_secs_f64() * 0.05).min(FAST_OVERSHOOT_MAX.as_secs_f64())
+                // R72: but while the estimate is rising, never less than
+                // twice the rise that counts as capacity found: on a noisy
+                // path (2.5 %) past 400 ms the 10 ms let the estimate rise
+                // by at most 1.7 % a round, no rise ever counted, and a 600
+                // ms, 5 % path left by STARTUP at 64 of 96 Mb/s took 50
+                // rounds (30 s) to reach 95. Only while it rises: at the
+                // path's rate FAST's cycle on a noisy path (the queue
+                // empties, growth, a drain) then overshot by 5 % of the
+                // round trip each time, not 10 ms (600 ms: p95 queue 14 ->
+                // 63 ms).
+                let rising = prev_bw > 0.0 && bw >= prev_bw * (1.0 + over_share / 4.0);
+                let seen = if rising { 2.0 * rise } else { 0.0 };
+                let over = (base.as_secs_f64() * 0.05)
+                    .min(FAST_OVERSHOOT_MAX.as_secs_f64())
+                    .max(seen * base.as_secs_f64())
                     * f64::from(1u32 << self.fast_found);
                 let ceiling = bw / 8.0 * (base.as_secs_f64() + over) + alpha;
                 new = new.max(grown.min(ceiling.max(w)));
