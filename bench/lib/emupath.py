@@ -44,6 +44,15 @@ def dur_s(d):
     return float(d)
 
 
+def delay_s(link):
+    """A link's one-way delay in seconds: `delay` (seconds, set from the
+    knobs below) if given, else the profile's `delay_ms` (F20; older
+    builds wrote `delay` as {secs, nanos})."""
+    if "delay" in link:
+        return dur_s(link["delay"])
+    return float(link.get("delay_ms") or 0.0) / 1e3
+
+
 def stationary_loss(loss):
     if loss in (None, "None"):
         return 0.0
@@ -94,7 +103,7 @@ def main():
             fwd["rate_bps"] = None  # not a constant rate; see below
         i += 2
     rate = fwd.get("rate_bps")
-    rtt = dur_s(fwd.get("delay")) + dur_s(rev.get("delay"))
+    rtt = delay_s(fwd) + delay_s(rev)
     per = -math.expm1(8 * mtu * math.log1p(-fwd.get("ber", 0.0))) if fwd.get("ber", 0.0) > 0 else 0.0
     p_loss = stationary_loss(fwd.get("loss"))
     loss = 1 - (1 - p_loss) * (1 - per)

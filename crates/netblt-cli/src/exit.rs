@@ -55,7 +55,7 @@ pub fn of(e: &netblt::Error) -> i32 {
 
 impl From<netblt::Error> for CliError {
     fn from(e: netblt::Error) -> CliError {
-        CliError::new(of(&e), e.to_string())
+        CliError::new(of(&e), crate::output::told(&e, Some(e.kind())))
     }
 }
 

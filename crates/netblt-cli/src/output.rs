@@ -208,23 +208,39 @@ pub fn with_hint(line: String, hint: Option<&str>) -> String {
     }
 }
 
-/// Whether a transfer that failed with `e` leaves the receiving end its
+/// Whether a transfer that failed as `report` says leaves the receiving end its
 /// partial copy (decision F4): an interruption at either end (Ctrl-C, "aborted
 /// by peer: receiver interrupted"), the death timer (the peer went silent)
 /// and a network error (the peer went away) keep it; an integrity failure,
 /// a full disk or a write error remove it, and a refusal made none. Only
 /// then does "--resume sends only the rest" hold (F18: every interruption
 /// but the sender's own Ctrl-C left a partial copy and no word of it).
-pub fn partial_kept(e: &netblt::Error) -> bool {
-    match e.cause() {
-        netblt::Error::Network(_) => true,
-        netblt::Error::Failed(m) => {
-            m == "interrupted"
-                || m.ends_with("(death timer)")
-                || (m.starts_with("aborted by peer: ") && m.ends_with(" interrupted"))
+/// The library's kind of the failure says it (F20), not its words.
+pub fn partial_kept(report: &netblt::TransferReport) -> bool {
+    report
+        .error_kind()
+        .is_some_and(|k| netblt::ErrorKind::partial_kept(&k))
+}
+
+/// `e` as the tool says it: the library's words, then the tool's advice
+/// for its `kind` (the flag to use), which a library's message does not
+/// give (F20).
+pub fn told(e: &netblt::Error, kind: Option<netblt::ErrorKind>) -> String {
+    use netblt::{ErrorKind as K, PeerReason as P};
+    let advice = match kind {
+        Some(K::RefusedByPeer(P::FileExists)) => " (use --force on the receiver)",
+        Some(K::RefusedByPeer(P::ReadingNotEnabled)) => " (start the receiver with --serve)",
+        Some(K::RefusedByPeer(P::NotAuthorized)) => {
+            " (add the sender's `netblt id` line to the receiver's authorized_keys, or run recv \
+             --accept-any)"
         }
-        _ => false,
-    }
+        Some(K::RefusedByPeer(P::EncryptionRequired)) => ": run the sender without --insecure",
+        Some(K::RefusedByPeer(P::PeerInsecure)) => {
+            ": add --insecure on the sender, or drop it on the receiver"
+        }
+        _ => "",
+    };
+    format!("{e}{advice}")
 }
 
 /// "1 file", "2 files".
@@ -246,26 +262,28 @@ mod tests {
 
     #[test]
     fn only_interruptions_keep_a_partial_copy() {
-        use super::partial_kept;
-        use netblt::Error;
-        let f = |m: &str| Error::Failed(m.into());
+        use netblt::{ErrorKind, PeerReason};
+        let wire = |r: &str| ErrorKind::AbortedByPeer(PeerReason::from_wire(r));
         for kept in [
-            f("interrupted"),
-            f("aborted by peer: receiver interrupted"),
-            f("peer silent for 10 s (death timer)"),
-            Error::Network(
-                "connection to x lost: port unreachable (the receiver went away)".into(),
-            ),
+            ErrorKind::Cancelled,
+            wire("receiver interrupted"),
+            wire("interrupted by the user"),
+            ErrorKind::PeerSilent,
+            ErrorKind::Network,
         ] {
-            assert!(partial_kept(&kept), "{kept}");
+            assert!(kept.partial_kept(), "{kept:?}");
         }
         for gone in [
-            f("aborted by peer: disk full (ENOSPC)"),
-            f("digest mismatch"),
-            f("refused by peer: file exists (use --force on the receiver)"),
-            Error::Local("x: permission denied".into()),
+            wire("disk full (ENOSPC)"),
+            ErrorKind::Integrity,
+            ErrorKind::RefusedByPeer(PeerReason::from_wire(
+                "file exists (use --force on the receiver)",
+            )),
+            ErrorKind::Local {
+                io: Some(std::io::ErrorKind::PermissionDenied),
+            },
         ] {
-            assert!(!partial_kept(&gone), "{gone}");
+            assert!(!gone.partial_kept(), "{gone:?}");
         }
     }
 

@@ -543,7 +543,10 @@ fn file_target(
                 Kind::Local,
                 format!("{}: file exists (use --force to overwrite)", out.display()),
                 "the client has a complete copy (a server older than F12)",
-            ));
+            )
+            .because(crate::ErrorKind::Local {
+                io: Some(std::io::ErrorKind::AlreadyExists),
+            }));
         }
         return Err(AppError::new(
             Kind::Local,

@@ -9,6 +9,35 @@ use crate::report::TransferReport;
 /// them to its exit codes); [`Error::Transfer`] wraps one of them together
 /// with the report of the transfer that failed, so that its counters are not
 /// lost.
+///
+/// For a program, [`Error::kind`] says why, in a form to match on (set where
+/// the failure was found, never read back from the message), looking
+/// through [`Error::Transfer`]; [`Error::is_timeout`],
+/// [`Error::is_cancelled`] and [`Error::partial_kept`] answer the usual
+/// questions:
+///
+/// ```no_run
+/// use netblt::{ErrorKind, PeerReason};
+///
+/// # fn main() {
+/// let opts = netblt::SendOptions::new();
+/// let addr: std::net::SocketAddr = "192.0.2.1:2998".parse().unwrap();
+/// match netblt::send_file("data.bin", addr, &opts) {
+///     Ok(report) => println!("sent {} bytes", report.bytes),
+///     Err(e) => match e.kind() {
+///         ErrorKind::RefusedByPeer(PeerReason::FileExists) => {
+///             eprintln!("already there; the receiver needs ReceiverOptions::overwrite")
+///         }
+///         ErrorKind::NothingListening | ErrorKind::ConnectTimeout => {
+///             eprintln!("no receiver: {e}")
+///         }
+///         _ if e.is_cancelled() => eprintln!("stopped"),
+///         _ if e.partial_kept() => eprintln!("interrupted: SendOptions::resume sends the rest"),
+///         other => eprintln!("failed ({other:?}): {e}"),
+///     },
+/// }
+/// # }
+/// ```
 #[derive(Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -78,6 +107,271 @@ impl Error {
             _ => None,
         }
     }
+
+    /// Why it failed, to match on: for [`Error::Transfer`] its cause's kind
+    /// as found during the transfer ([`TransferReport::error_kind`]). An
+    /// error built outside this crate, and one returned before a transfer
+    /// started, has the kind its variant says: `InvalidOptions`,
+    /// `Local { io: None }`, `Network`, `NothingListening` (for
+    /// [`Error::Refused`]) or `Other` (for [`Error::Failed`]).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Transfer(r) => r.error_kind().unwrap_or(ErrorKind::Other),
+            Error::InvalidOptions(_) => ErrorKind::InvalidOptions,
+            Error::Local(_) => ErrorKind::Local { io: None },
+            Error::Network(_) => ErrorKind::Network,
+            Error::Refused(_) => ErrorKind::NothingListening,
+            Error::Failed(_) => ErrorKind::Other,
+        }
+    }
+
+    /// A timer gave up: no answer to the OPEN ([`ErrorKind::ConnectTimeout`])
+    /// or the peer went silent ([`ErrorKind::PeerSilent`]).
+    pub fn is_timeout(&self) -> bool {
+        self.kind().is_timeout()
+    }
+
+    /// Stopped at this end: the stop flag
+    /// ([`SendOptions::stop`](crate::SendOptions::stop)) or a dropped
+    /// [`netblt::tokio`](crate) future ([`ErrorKind::Cancelled`]).
+    pub fn is_cancelled(&self) -> bool {
+        self.kind() == ErrorKind::Cancelled
+    }
+
+    /// Whether the receiving end kept its partial copy (decision F4, as
+    /// this crate's receiver does), so that a resumed transfer
+    /// ([`SendOptions::resume`](crate::SendOptions::resume)) sends only the
+    /// rest: see [`ErrorKind::partial_kept`].
+    pub fn partial_kept(&self) -> bool {
+        self.kind().partial_kept()
+    }
+}
+
+/// Why an operation failed, without the message: what [`Error::kind`]
+/// returns. New kinds may be added; match with a `_` arm.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Options or parameters that cannot work ([`Error::InvalidOptions`]).
+    InvalidOptions,
+    /// A local failure ([`Error::Local`]): a file, a permission, a full
+    /// disk, a thread. `io` is the I/O error's kind when the failure was
+    /// one (`StorageFull` for a full disk, `PermissionDenied`,
+    /// `AlreadyExists` for a file this end will not replace without
+    /// `overwrite`, `NotFound`, `ResourceBusy` for a name another transfer
+    /// holds).
+    Local {
+        /// The I/O error's kind, when known.
+        io: Option<std::io::ErrorKind>,
+    },
+    /// The network: a socket that cannot be opened, a host unreachable, a
+    /// peer gone ([`Error::Network`]).
+    Network,
+    /// Nothing listens at the address: "port unreachable" before any
+    /// answer ([`Error::Refused`]).
+    NothingListening,
+    /// No answer to the OPEN: the host is down, a firewall drops UDP, or no
+    /// receiver (of this handshake version) listens.
+    ConnectTimeout,
+    /// The peer went silent for the death timer during the transfer.
+    PeerSilent,
+    /// Stopped at this end: the stop flag, a cancelled or dropped
+    /// [`netblt::tokio`](crate) transfer.
+    Cancelled,
+    /// The peer refused the transfer (REFUSED, before any data), for this
+    /// reason.
+    RefusedByPeer(PeerReason),
+    /// The peer aborted the transfer (ABORT), for this reason.
+    AbortedByPeer(PeerReason),
+    /// The receiver's key is not the one pinned for its address in
+    /// `known_hosts`: someone may be in the middle, or the receiver's key
+    /// was replaced.
+    HostKeyChanged,
+    /// The encrypted handshake failed: a one-time code that does not match,
+    /// a malformed or unauthentic answer.
+    Handshake,
+    /// The data did not check: a digest or a size that does not match.
+    Integrity,
+    /// Anything else; the message says what.
+    Other,
+}
+
+impl ErrorKind {
+    /// [`ConnectTimeout`](Self::ConnectTimeout) or
+    /// [`PeerSilent`](Self::PeerSilent).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, ErrorKind::ConnectTimeout | ErrorKind::PeerSilent)
+    }
+
+    /// Whether the receiving end keeps its partial copy after a failure of
+    /// this kind (decision F4, as this crate's receiver does): an
+    /// interruption at either end, the peer gone silent, or a network
+    /// error keep it, and a resumed transfer sends only the rest; an
+    /// integrity failure, a full disk or a write error remove it, and a
+    /// refusal made none.
+    pub fn partial_kept(&self) -> bool {
+        matches!(
+            self,
+            ErrorKind::Network
+                | ErrorKind::Cancelled
+                | ErrorKind::PeerSilent
+                | ErrorKind::AbortedByPeer(PeerReason::Cancelled)
+        )
+    }
+}
+
+/// Why the peer refused or aborted a transfer: its reason on the wire
+/// (RFC 998's REFUSED and ABORT carry a short text), read as one of the
+/// reasons this crate's own receiver and sender give
+/// ([`PeerReason::from_wire`]); anything else is
+/// [`Other`](Self::Other) with the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PeerReason {
+    /// The file exists at the receiver, which does not replace files
+    /// ([`ReceiverOptions::overwrite`](crate::ReceiverOptions::overwrite)
+    /// is off), or exists there and differs.
+    FileExists,
+    /// The receiver already has the whole file (same size and modification
+    /// time): a resumed transfer has nothing to send.
+    AlreadyThere,
+    /// The sender's key is not in the receiver's `authorized_keys`.
+    NotAuthorized,
+    /// The receiver requires encryption and this end sent plain RFC 998
+    /// ([`Security::Insecure`](crate::Security)).
+    EncryptionRequired,
+    /// The receiver runs plain RFC 998 and this end requires encryption.
+    PeerInsecure,
+    /// A one-time code that does not match, or one given to a receiver
+    /// that waits for none (or none given to one that waits for one).
+    CodeMismatch,
+    /// A `get` from a receiver that does not serve files
+    /// ([`ReceiverOptions::serve`](crate::ReceiverOptions)).
+    ReadingNotEnabled,
+    /// A name the receiver does not take (absolute, `..`, too long).
+    NameNotAllowed,
+    /// Another transfer of the same name is in progress at the receiver.
+    Busy,
+    /// The receiver is shutting down.
+    ShuttingDown,
+    /// The peer does not know the operation asked for (`"bundle"`,
+    /// `"same"`, `"have"`): a version older than the one that brought it.
+    UnknownOperation(String),
+    /// The peer's user or program stopped the transfer.
+    Cancelled,
+    /// The receiver's disk (or quota) is full.
+    DiskFull,
+    /// The data did not check at the peer.
+    Integrity,
+    /// Another reason (a [`DataHandler`](crate::DataHandler)'s own words,
+    /// an older or another implementation's): its text.
+    Other(String),
+}
+
+impl PeerReason {
+    /// Reads a REFUSED's or ABORT's reason: the texts this crate sends
+    /// (current and earlier wordings) as their kind, anything else as
+    /// [`Other`](Self::Other). Never fails.
+    pub fn from_wire(reason: &str) -> PeerReason {
+        use crate::app::meta::{ALREADY_THERE, DIFFERS_THERE};
+        use crate::driver::secure::{IS_INSECURE, NEEDS_ENCRYPTION};
+        let r = reason.trim();
+        // Exact reasons first, then the families that carry a name, a key
+        // or a count.
+        match r {
+            WIRE_FILE_EXISTS | WIRE_FILE_EXISTS_OLD | WIRE_DIFFERS | WIRE_DIFFERS_OLD => {
+                return PeerReason::FileExists
+            }
+            ALREADY_THERE => return PeerReason::AlreadyThere,
+            DIFFERS_THERE => return PeerReason::FileExists,
+            NEEDS_ENCRYPTION => return PeerReason::EncryptionRequired,
+            IS_INSECURE => return PeerReason::PeerInsecure,
+            crate::app::names::NOT_ALLOWED => return PeerReason::NameNotAllowed,
+            WIRE_NOT_SERVING | WIRE_NOT_SERVING_OLD => return PeerReason::ReadingNotEnabled,
+            WIRE_SHUTTING_DOWN => return PeerReason::ShuttingDown,
+            WIRE_CODE_MISMATCH | WIRE_WANTS_CODE | WIRE_TAKES_NO_CODE => {
+                return PeerReason::CodeMismatch
+            }
+            "interrupted" | "interrupted by the user" | "receiver interrupted" => {
+                return PeerReason::Cancelled
+            }
+            "size mismatch" | "digest mismatch" => return PeerReason::Integrity,
+            _ => {}
+        }
+        if let Some(op) = r
+            .strip_prefix("unknown operation '")
+            .and_then(|o| o.strip_suffix('\''))
+        {
+            PeerReason::UnknownOperation(op.to_string())
+        } else if r.starts_with("key ") && r.contains(" is not authorized") {
+            PeerReason::NotAuthorized
+        } else if r.starts_with("busy: ") {
+            PeerReason::Busy
+        } else if r.starts_with("disk full") || r.starts_with("disk quota exceeded") {
+            PeerReason::DiskFull
+        } else if r.starts_with("digest mismatch") {
+            PeerReason::Integrity
+        } else if r.starts_with("this receiver requires encryption") {
+            PeerReason::EncryptionRequired
+        } else if r.starts_with("this receiver runs --insecure") {
+            // Before F20: "this receiver runs --insecure (plain RFC 998):
+            // add --insecure on the sender, or drop it on the receiver".
+            PeerReason::PeerInsecure
+        } else {
+            PeerReason::Other(r.to_string())
+        }
+    }
+}
+
+/// The reasons [`PeerReason::from_wire`] knows by their exact text, the
+/// ones this version sends and (`..._OLD`) the wordings of versions before
+/// F20, which named the tool's flags.
+///
+/// A put of a file that exists at a receiver without `overwrite`
+/// ([`PeerReason::FileExists`]).
+pub(crate) const WIRE_FILE_EXISTS: &str = "file exists";
+const WIRE_FILE_EXISTS_OLD: &str = "file exists (use --force on the receiver)";
+/// A bundle's entry that exists and differs (a QUIT line, an ABORT).
+const WIRE_DIFFERS: &str = "file exists and differs";
+const WIRE_DIFFERS_OLD: &str = "file exists and differs (use --force on the receiver)";
+/// A `get` from a receiver that serves nothing.
+pub(crate) const WIRE_NOT_SERVING: &str = "reading not enabled";
+const WIRE_NOT_SERVING_OLD: &str = "reading not enabled (start the receiver with --serve)";
+/// A new transfer while the receiver stops.
+pub(crate) const WIRE_SHUTTING_DOWN: &str = "receiver shutting down";
+/// One-time codes (the driver's secure layer).
+const WIRE_CODE_MISMATCH: &str = "the one-time code does not match";
+pub(crate) const WIRE_WANTS_CODE: &str = "this receiver waits for a one-time code: use send --code";
+pub(crate) const WIRE_TAKES_NO_CODE: &str = "this receiver takes no one-time code: run recv --code";
+/// Before F20, a refused key's reason ended so.
+const NOT_AUTHORIZED_OLD_TAIL: &str = " (add the sender's `netblt id` line to the receiver's \
+     authorized_keys, or run recv --accept-any)";
+
+/// A peer's reason as this end says it: the tool's advice the wordings
+/// before F20 carried (see [`WIRE_FILE_EXISTS`]) left out, for the program
+/// that knows the [`PeerReason`] to give its own.
+pub(crate) fn neutral(reason: &str) -> String {
+    let r = reason.trim();
+    let old = [
+        (WIRE_FILE_EXISTS_OLD, WIRE_FILE_EXISTS),
+        (WIRE_DIFFERS_OLD, WIRE_DIFFERS),
+        (WIRE_NOT_SERVING_OLD, WIRE_NOT_SERVING),
+        (
+            "this receiver requires encryption: run the sender without --insecure",
+            crate::driver::secure::NEEDS_ENCRYPTION,
+        ),
+        (
+            "this receiver runs --insecure (plain RFC 998): add --insecure on the sender, or \
+             drop it on the receiver",
+            crate::driver::secure::IS_INSECURE,
+        ),
+    ];
+    if let Some((_, new)) = old.iter().find(|(o, _)| *o == r) {
+        return (*new).to_string();
+    }
+    r.strip_suffix(NOT_AUTHORIZED_OLD_TAIL)
+        .unwrap_or(r)
+        .to_string()
 }
 
 /// What kind of failure, without the message.
@@ -95,6 +389,9 @@ pub(crate) enum Kind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct AppError {
     pub(crate) kind: Kind,
+    /// What the program is told ([`Error::kind`]): by default the one
+    /// `kind` implies, set by [`AppError::because`] where more is known.
+    pub(crate) reason: ErrorKind,
     pub(crate) message: String,
     pub(crate) peer_reason: String,
 }
@@ -107,15 +404,50 @@ impl AppError {
     ) -> Self {
         AppError {
             kind,
+            reason: kind.default_reason(),
             message: message.into(),
             peer_reason: peer_reason.into(),
         }
+    }
+
+    /// The same failure, with what the program is told.
+    pub(crate) fn because(mut self, reason: ErrorKind) -> Self {
+        self.reason = reason;
+        self
     }
 
     /// A local I/O error on `what` (a path or an action).
     pub(crate) fn io(what: &str, e: &std::io::Error) -> Self {
         let reason = io_reason(e);
         AppError::new(Kind::Local, format!("{what}: {reason}"), reason)
+            .because(ErrorKind::Local { io: Some(e.kind()) })
+    }
+}
+
+impl Kind {
+    /// The [`ErrorKind`] an error of this kind has when nothing more is
+    /// known.
+    pub(crate) fn default_reason(self) -> ErrorKind {
+        match self {
+            Kind::InvalidOptions => ErrorKind::InvalidOptions,
+            Kind::Local => ErrorKind::Local { io: None },
+            Kind::Network => ErrorKind::Network,
+            Kind::Refused => ErrorKind::NothingListening,
+            Kind::Failed => ErrorKind::Other,
+        }
+    }
+}
+
+/// A connection's failure as the program is told it ([`Error::kind`]): the
+/// peer's REFUSED and ABORT reasons read once, here.
+pub(crate) fn connection_kind(e: &netblt_proto::ConnectionError) -> ErrorKind {
+    use netblt_proto::ConnectionError as E;
+    match e {
+        E::DeathTimeout { .. } => ErrorKind::PeerSilent,
+        E::OpenTimeout { .. } => ErrorKind::ConnectTimeout,
+        E::Refused { reason } => ErrorKind::RefusedByPeer(PeerReason::from_wire(reason)),
+        E::PeerAborted { reason } => ErrorKind::AbortedByPeer(PeerReason::from_wire(reason)),
+        _ => ErrorKind::Other,
     }
 }
 
@@ -126,6 +458,8 @@ impl std::fmt::Display for AppError {
 }
 
 impl From<AppError> for Error {
+    /// The variant `kind` says (the `reason` is the report's:
+    /// [`TransferReport::error_kind`]).
     fn from(e: AppError) -> Error {
         match e.kind {
             Kind::InvalidOptions => Error::InvalidOptions(e.message),
@@ -144,10 +478,141 @@ pub(crate) fn io_reason(e: &std::io::Error) -> String {
         Some(libc::EDQUOT) => "disk quota exceeded (EDQUOT)".into(),
         Some(libc::EACCES) | Some(libc::EPERM) => "permission denied".into(),
         Some(libc::ENOENT) => "no such file".into(),
-        Some(libc::EEXIST) => "file exists (use --force on the receiver)".into(),
+        // Still the tool's advice: a bundle entry's reason (FileFailure)
+        // is shown as it is (F20's "not done").
+        Some(libc::EEXIST) => WIRE_FILE_EXISTS_OLD.into(),
         Some(libc::EROFS) => "read-only file system".into(),
         Some(libc::EISDIR) => "is a directory".into(),
         Some(libc::ENAMETOOLONG) => "name too long for the receiver's file system".into(),
         _ => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every reason this crate sends, and the wordings before F20, read as
+    /// its kind; anything else kept with its text.
+    #[test]
+    fn wire_reasons_read_as_their_kind() {
+        use crate::driver::secure::{IS_INSECURE, NEEDS_ENCRYPTION};
+        use PeerReason as P;
+        let cases: &[(&str, PeerReason)] = &[
+            (WIRE_FILE_EXISTS, P::FileExists),
+            ("file exists (use --force on the receiver)", P::FileExists),
+            (
+                "file exists and differs (use --force on the receiver)",
+                P::FileExists,
+            ),
+            (crate::app::meta::DIFFERS_THERE, P::FileExists),
+            (crate::app::meta::ALREADY_THERE, P::AlreadyThere),
+            ("key nbfp:abc is not authorized", P::NotAuthorized),
+            (
+                "key nbfp:abc is not authorized (add the sender's `netblt id` line to the \
+                 receiver's authorized_keys, or run recv --accept-any)",
+                P::NotAuthorized,
+            ),
+            (NEEDS_ENCRYPTION, P::EncryptionRequired),
+            (
+                "this receiver requires encryption: run the sender without --insecure",
+                P::EncryptionRequired,
+            ),
+            (IS_INSECURE, P::PeerInsecure),
+            (
+                "this receiver runs --insecure (plain RFC 998): add --insecure on the sender, \
+                 or drop it on the receiver",
+                P::PeerInsecure,
+            ),
+            ("the one-time code does not match", P::CodeMismatch),
+            (WIRE_WANTS_CODE, P::CodeMismatch),
+            (WIRE_TAKES_NO_CODE, P::CodeMismatch),
+            (WIRE_NOT_SERVING, P::ReadingNotEnabled),
+            (
+                "reading not enabled (start the receiver with --serve)",
+                P::ReadingNotEnabled,
+            ),
+            (crate::app::names::NOT_ALLOWED, P::NameNotAllowed),
+            (
+                "busy: another transfer of this name is in progress (...)",
+                P::Busy,
+            ),
+            ("receiver shutting down", P::ShuttingDown),
+            ("interrupted", P::Cancelled),
+            ("interrupted by the user", P::Cancelled),
+            ("receiver interrupted", P::Cancelled),
+            ("disk full (ENOSPC)", P::DiskFull),
+            ("disk quota exceeded (EDQUOT)", P::DiskFull),
+            ("digest mismatch", P::Integrity),
+            ("size mismatch", P::Integrity),
+            (
+                "unknown operation 'bundle'",
+                P::UnknownOperation("bundle".into()),
+            ),
+            (
+                "handler gave up at 2 MB",
+                P::Other("handler gave up at 2 MB".into()),
+            ),
+            ("", P::Other(String::new())),
+            (
+                "unknown operation '",
+                P::Other("unknown operation '".into()),
+            ),
+            ("\u{0}\u{ffff} key", P::Other("\u{0}\u{ffff} key".into())),
+        ];
+        for (wire, want) in cases {
+            assert_eq!(&PeerReason::from_wire(wire), want, "{wire:?}");
+        }
+    }
+
+    #[test]
+    fn old_wordings_lose_the_tools_advice_and_new_ones_stay() {
+        assert_eq!(
+            neutral("file exists (use --force on the receiver)"),
+            "file exists"
+        );
+        assert_eq!(
+            neutral("reading not enabled (start the receiver with --serve)"),
+            "reading not enabled"
+        );
+        assert_eq!(
+            neutral(
+                "key nbfp:x is not authorized (add the sender's `netblt id` line to the \
+                 receiver's authorized_keys, or run recv --accept-any)"
+            ),
+            "key nbfp:x is not authorized"
+        );
+        assert_eq!(neutral("handler gave up"), "handler gave up");
+        for r in [WIRE_FILE_EXISTS, WIRE_NOT_SERVING, WIRE_SHUTTING_DOWN] {
+            assert_eq!(neutral(r), r);
+        }
+    }
+
+    #[test]
+    fn connection_errors_read_as_their_kind() {
+        use netblt_proto::ConnectionError as E;
+        let silent = E::DeathTimeout {
+            timeout: std::time::Duration::from_secs(3),
+        };
+        assert_eq!(connection_kind(&silent), ErrorKind::PeerSilent);
+        assert_eq!(
+            connection_kind(&E::OpenTimeout { attempts: 8 }),
+            ErrorKind::ConnectTimeout
+        );
+        let aborted = E::PeerAborted {
+            reason: "receiver interrupted".into(),
+        };
+        assert_eq!(
+            connection_kind(&aborted),
+            ErrorKind::AbortedByPeer(PeerReason::Cancelled)
+        );
+        assert!(connection_kind(&aborted).partial_kept());
+        assert!(ErrorKind::PeerSilent.is_timeout() && ErrorKind::PeerSilent.partial_kept());
+        // An error a program built itself has its variant's kind.
+        assert_eq!(
+            Error::Refused("x".into()).kind(),
+            ErrorKind::NothingListening
+        );
+        assert_eq!(Error::Failed("interrupted".into()).kind(), ErrorKind::Other);
     }
 }

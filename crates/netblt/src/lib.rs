@@ -120,7 +120,7 @@ pub use diagnosis::{Diagnosis, Limit};
 pub use driver::passive::JunkCounts;
 pub use driver::secure::passive::FloodCounts;
 pub use driver::socket::DEFAULT_PORT;
-pub use error::Error;
+pub use error::{Error, ErrorKind, PeerReason};
 pub use handler::{DataHandler, IncomingTransfer};
 /// The cryptographic core (`netblt-crypto`), re-exported: keys, key files, codes, limits.
 pub use netblt_crypto as crypto;

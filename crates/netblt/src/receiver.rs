@@ -300,7 +300,7 @@ impl Policy {
     fn serving(&self) -> Result<&Path, String> {
         match &self.data {
             Data::Dir(d) if self.opts.serve => Ok(d.as_path()),
-            _ => Err("reading not enabled (start the receiver with --serve)".into()),
+            _ => Err(crate::error::WIRE_NOT_SERVING.into()),
         }
     }
 

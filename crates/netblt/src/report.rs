@@ -11,7 +11,7 @@ use netblt_proto::{Connection, Stats};
 use crate::app::transfer::Transfer;
 use crate::app::{hex, Kind};
 use crate::diagnosis::Diagnosis;
-use crate::error::{AppError, Error};
+use crate::error::{connection_kind, neutral, AppError, Error, ErrorKind};
 
 /// CPU seconds (user, system) used by this process so far.
 pub(crate) fn cpu_times() -> (f64, f64) {
@@ -177,9 +177,15 @@ pub struct TransferReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// Why the transfer failed (`None`: it succeeded). Serialized as its
-    /// message.
+    /// message. To match on why, ask [`error_kind`](Self::error_kind) (or
+    /// [`Error::kind`] of the error a call returned), not this error alone,
+    /// whose variant is the coarse one.
     #[serde(serialize_with = "error_message")]
     pub error: Option<Error>,
+    /// Why, to match on ([`error_kind`](Self::error_kind)), as found where
+    /// the failure was (not serialized).
+    #[serde(skip)]
+    pub(crate) kind: Option<ErrorKind>,
     /// Socket counters (active end only; not serialized).
     #[serde(skip)]
     pub io: Option<IoCounters>,
@@ -205,6 +211,15 @@ impl TransferReport {
     /// what was checked).
     pub fn succeeded(&self) -> bool {
         self.error.is_none()
+    }
+
+    /// Why the transfer failed, to match on (`None`: it succeeded): the
+    /// kind found where the failure was, else the one `error`'s variant
+    /// says (see [`Error::kind`], which returns this for
+    /// [`Error::Transfer`]).
+    pub fn error_kind(&self) -> Option<ErrorKind> {
+        let e = self.error.as_ref()?;
+        Some(self.kind.clone().unwrap_or_else(|| e.cause().kind()))
     }
 
     /// `Ok(self)` on success, else [`Error::Transfer`] holding it.
@@ -240,20 +255,19 @@ impl TransferReport {
                 _ => None,
             }
         };
-        let error = if ok {
-            None
+        let (error, kind) = if ok {
+            (None, None)
         } else if let Some(e) = &t.app_error {
-            Some(Error::from(e.clone()))
-        } else if let Some(e) = &t.conn_error {
-            Some(Error::Failed(describe(e)))
-        } else if let Some(Err(e)) = conn.result() {
-            Some(Error::Failed(describe(e)))
+            (Some(Error::from(e.clone())), Some(e.reason.clone()))
+        } else if let Some(e) = t
+            .conn_error
+            .as_ref()
+            .or(conn.result().and_then(|r| r.as_ref().err()))
+        {
+            (Some(Error::Failed(describe(e))), Some(connection_kind(e)))
         } else {
-            Some(Error::from(AppError::new(
-                Kind::Failed,
-                "transfer did not complete",
-                "",
-            )))
+            let e = AppError::new(Kind::Failed, "transfer did not complete", "");
+            (Some(Error::from(e)), Some(ErrorKind::Other))
         };
         TransferReport {
             name: t.name.clone(),
@@ -308,6 +322,7 @@ impl TransferReport {
             resumed_from: t.resumed_from.filter(|&f| f > 0),
             note: t.note.clone(),
             error,
+            kind,
             io: None,
             security: None,
             files: t.files_report(),
@@ -326,8 +341,8 @@ fn describe(e: &netblt_proto::ConnectionError) -> String {
         E::OpenTimeout { attempts } => {
             format!("no answer after {attempts} OPEN packets (host down or port filtered?)")
         }
-        E::Refused { reason } => format!("refused by peer: {reason}"),
-        E::PeerAborted { reason } => format!("aborted by peer: {reason}"),
+        E::Refused { reason } => format!("refused by peer: {}", neutral(reason)),
+        E::PeerAborted { reason } => format!("aborted by peer: {}", neutral(reason)),
         other => other.to_string(),
     }
 }

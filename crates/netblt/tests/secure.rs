@@ -423,7 +423,12 @@ fn one_side_insecure_gets_a_clear_refusal_both_ways() {
         &send_options(encrypted(&tmp.path().join("s"), false)),
     )
     .unwrap_err();
-    assert!(e.to_string().contains("runs --insecure"), "{e}");
+    // The library's words name no flag of the tool (F20); the kind says it.
+    assert!(e.to_string().contains("is not encrypted"), "{e}");
+    assert_eq!(
+        e.kind(),
+        netblt::ErrorKind::RefusedByPeer(netblt::PeerReason::PeerInsecure)
+    );
     stop.store(true, Ordering::Relaxed);
     let _ = h.join().unwrap();
 }

@@ -121,6 +121,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     }
     match &report.error {
         None => Ok(exit::OK),
-        Some(e) => Err(CliError::new(exit::of(e), format!("bench: {e}")).into()),
+        Some(e) => {
+            let said = crate::output::told(e, report.error_kind());
+            Err(CliError::new(exit::of(e), format!("bench: {said}")).into())
+        }
     }
 }

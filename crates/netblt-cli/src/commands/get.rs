@@ -158,7 +158,7 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     // says, F14), whichever end was interrupted or went away (F18: a server
     // stopped or gone left it unsaid).
     if let Some(e) = &report.error {
-        if partial_kept(e) && report.files.is_none() && netblt::partial_copy(&out).is_some() {
+        if partial_kept(&report) && report.files.is_none() && netblt::partial_copy(&out).is_some() {
             eprintln!("netblt: {}: {e}", a.name);
             eprintln!(
                 "netblt: {}: what arrived is kept here; the same command with --resume fetches \
@@ -272,6 +272,9 @@ fn finish(name: &str, report: &netblt::TransferReport) -> anyhow::Result<i32> {
     match &report.error {
         None => Ok(exit::OK),
         Some(e) if report.files.is_some() => bundle_error(name, e, None),
-        Some(e) => Err(CliError::new(exit::of(e), format!("{name}: {e}")).into()),
+        Some(e) => {
+            let said = crate::output::told(e, report.error_kind());
+            Err(CliError::new(exit::of(e), format!("{name}: {said}")).into())
+        }
     }
 }

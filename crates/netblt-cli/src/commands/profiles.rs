@@ -22,7 +22,7 @@ pub fn run(args: ProfilesArgs) -> anyhow::Result<()> {
                 ))
             })?;
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&p)?);
+                println!("{}", serde_json::to_string_pretty(&in_ms(&p)?)?);
             } else {
                 println!("{}: {}\n", p.name, p.summary);
                 if p.forward == p.reverse {
@@ -44,7 +44,10 @@ pub fn run(args: ProfilesArgs) -> anyhow::Result<()> {
         }
         None => {
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&profiles::all())?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&in_ms(&profiles::all())?)?
+                );
             } else {
                 for p in profiles::all() {
                     println!("{:<16} {}", p.name, p.summary);
@@ -53,6 +56,43 @@ pub fn run(args: ProfilesArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `v` as JSON with every duration a number of milliseconds under its
+/// name with `_ms` added, as the tool's other JSON has them (serde writes a
+/// `Duration` as `{"secs", "nanos"}`; the library's own form, which
+/// scenario files are read in, stays so).
+fn in_ms(v: &impl serde::Serialize) -> serde_json::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(v)?;
+    durations_to_ms(&mut v);
+    Ok(v)
+}
+
+fn durations_to_ms(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    let as_ms = |v: &Value| -> Option<f64> {
+        let o = v.as_object().filter(|o| o.len() == 2)?;
+        let secs = o.get("secs")?.as_u64()?;
+        let nanos = o.get("nanos")?.as_u64()?;
+        Some(secs as f64 * 1e3 + nanos as f64 / 1e6)
+    };
+    match v {
+        Value::Object(o) => {
+            let keys: Vec<String> = o
+                .iter()
+                .filter(|(_, x)| as_ms(x).is_some())
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in keys {
+                if let Some(ms) = o.remove(&k).as_ref().and_then(as_ms) {
+                    o.insert(format!("{k}_ms"), ms.into());
+                }
+            }
+            o.values_mut().for_each(durations_to_ms);
+        }
+        Value::Array(a) => a.iter_mut().for_each(durations_to_ms),
+        _ => {}
+    }
 }
 
 fn describe_link(l: &netblt_link::LinkConfig) -> String {
@@ -142,4 +182,17 @@ fn describe_host(h: &netblt_link::profiles::HostModel) -> String {
         }
     );
     format!("{cpu}; {nic}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn profiles_json_gives_durations_in_milliseconds() {
+        let v = super::in_ms(&netblt_link::profiles::all()).unwrap();
+        let s = v.to_string();
+        assert!(!s.contains("\"secs\"") && !s.contains("\"nanos\""), "{s}");
+        let first = &v[0]["forward"];
+        assert!(first["delay_ms"].is_f64(), "{first}");
+        assert!(first.get("delay").is_none(), "{first}");
+    }
 }

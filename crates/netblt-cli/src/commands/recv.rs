@@ -119,7 +119,12 @@ fn print_refusal(r: &netblt::Refusal, json: bool, to_stderr: bool) {
     } else {
         // The name comes from the peer (a refused one may be any string).
         let what = if r.benign { "" } else { "refused: " };
-        let text = format!("{} <- {}: {what}{}", r.name, r.peer, r.reason);
+        // The library's reason names no flag (F20); this receiver's is.
+        let advice = match netblt::PeerReason::from_wire(&r.reason) {
+            netblt::PeerReason::FileExists => " (use --force on the receiver)",
+            _ => "",
+        };
+        let text = format!("{} <- {}: {what}{}{advice}", r.name, r.peer, r.reason);
         eprintln!("netblt: {}", crate::output::shown(&text));
     }
 }

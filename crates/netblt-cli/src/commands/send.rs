@@ -250,13 +250,14 @@ fn finish_one(
     match &report.error {
         None => Ok(exit::OK),
         Some(e) => {
-            let line = shown(&format!("{}: {e}", report.name)).into_owned();
+            let said = crate::output::told(e, report.error_kind());
+            let line = shown(&format!("{}: {said}", report.name)).into_owned();
             let rc = exit::of(e);
             // The receiver keeps an interrupted file's partial copy (at
             // either end, or a peer gone or silent), but a plain `send`
             // starts again from zero: say how not to. (Not when no buffer
             // was acknowledged: nothing was kept.)
-            let hint = (resumable && report.bytes_done > 0 && partial_kept(e)).then(|| {
+            let hint = (resumable && report.bytes_done > 0 && partial_kept(&report)).then(|| {
                 format!(
                     "{}: the receiver keeps what arrived; the same command with --resume \
                      sends only the rest",
@@ -305,10 +306,10 @@ fn finish_bundle(
         Err(netblt::Error::Transfer(r)) => *r,
         Err(e) => return Err(CliError::from(e).into()),
     };
-    let old = report
-        .error
-        .as_ref()
-        .is_some_and(|e| e.to_string().contains("unknown operation 'bundle'"));
+    let old = matches!(
+        report.error_kind(),
+        Some(netblt::ErrorKind::RefusedByPeer(netblt::PeerReason::UnknownOperation(op))) if op == "bundle"
+    );
     if old {
         return Ok((exit::OK, true));
     }
@@ -333,7 +334,7 @@ fn finish_bundle(
         None => Ok((exit::OK, false)),
         // The receiver's list of failures comes one per line.
         Some(e) => {
-            let hint = partial_kept(e).then_some(hint.as_str());
+            let hint = partial_kept(&report).then_some(hint.as_str());
             bundle_error(&report.name, e, hint).map(|rc| (rc, false))
         }
     }

@@ -122,8 +122,11 @@ impl PartFile {
                 return Err(AppError::new(
                     Kind::Local,
                     format!("{shown}: file exists (use --force to overwrite)"),
-                    "file exists (use --force on the receiver)",
-                ))
+                    crate::error::WIRE_FILE_EXISTS,
+                )
+                .because(crate::ErrorKind::Local {
+                    io: Some(std::io::ErrorKind::AlreadyExists),
+                }))
             }
             // Found out now, not when renaming after the whole transfer.
             Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
@@ -152,7 +155,10 @@ impl PartFile {
                 // hunts for a transfer that is not there.
                 "busy: another transfer of this name is in progress (one whose sender stopped is \
                  given up after the receiver's death timer, 10 s by default: try again then)",
-            ));
+            )
+            .because(crate::ErrorKind::Local {
+                io: Some(std::io::ErrorKind::ResourceBusy),
+            }));
         }
         Ok(PartFile {
             final_path: final_path.to_path_buf(),

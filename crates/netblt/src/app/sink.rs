@@ -162,6 +162,7 @@ struct Writer {
 
 fn mismatch(shown: &str, what: &str) -> AppError {
     AppError::new(Kind::Failed, format!("{shown}: {what}"), "size mismatch")
+        .because(crate::ErrorKind::Integrity)
 }
 
 impl Writer {
@@ -358,7 +359,8 @@ fn write_loop(
                 Kind::Failed,
                 format!("{shown}: digest mismatch, data corrupted"),
                 "digest mismatch",
-            );
+            )
+            .because(crate::ErrorKind::Integrity);
             return send(Output::Verdict(Err(e)));
         }
         let committed = match w.target {

@@ -20,7 +20,7 @@ use super::Application;
 use super::{
     network_error, precise_timers, size_recv_buffer, socket_error, TimerGate, MAX_RX_ROUNDS,
 };
-use crate::error::{AppError, Kind};
+use crate::error::{AppError, ErrorKind, Kind};
 
 /// How to open the connection.
 #[derive(Debug, Clone)]
@@ -220,7 +220,10 @@ pub(crate) fn run_active<A: Application>(
             conn.stop(now, "interrupted by the user");
             // A receiver with every byte ends as a success (`stop`).
             if !matches!(conn.result(), Some(Ok(()))) {
-                transfer.fail_locally(AppError::new(Kind::Failed, "interrupted", "interrupted"));
+                transfer.fail_locally(
+                    AppError::new(Kind::Failed, "interrupted", "interrupted")
+                        .because(ErrorKind::Cancelled),
+                );
             }
         }
         // Transmit: fill trains from the engine, flush, repeat while full.

@@ -16,7 +16,7 @@ use super::{
     handshake_datagram, initiation_timestamp, kind, open_body, plain_open, plain_reason, ports,
     quit, Rx, OPEN, PLAIN, PROTECTED, RESPONSE,
 };
-use crate::error::{AppError, Kind};
+use crate::error::{AppError, ErrorKind, Kind, PeerReason};
 use crate::security::{Keys, SecurityReport};
 
 /// First FINISH retransmission; doubles, [`FINISH_TRIES`] at most (rule 2
@@ -67,8 +67,9 @@ pub(crate) struct ActiveSecurity {
     heard: bool,
 }
 
+/// A failed handshake ([`ErrorKind::Handshake`] unless said otherwise).
 fn fail(msg: impl Into<String>) -> AppError {
-    AppError::new(Kind::Failed, msg, "")
+    AppError::new(Kind::Failed, msg, "").because(ErrorKind::Handshake)
 }
 
 impl ActiveSecurity {
@@ -157,6 +158,7 @@ impl ActiveSecurity {
                 ),
                 "",
             )
+            .because(ErrorKind::ConnectTimeout)
         })
     }
 
@@ -317,11 +319,14 @@ impl ActiveSecurity {
             (PLAIN, _) if !self.peer_proven => {
                 match plain_reason(d) {
                     Some(reason) if self.failure.is_none() => {
-                        self.failure = Some(fail(if reason.contains("--insecure") {
+                        let why = PeerReason::from_wire(&reason);
+                        let reason = crate::error::neutral(&reason);
+                        let msg = if why == PeerReason::PeerInsecure {
                             format!("{}: {reason}", self.peer)
                         } else {
                             format!("{} refused the connection: {reason}", self.peer)
-                        }));
+                        };
+                        self.failure = Some(fail(msg).because(ErrorKind::RefusedByPeer(why)));
                     }
                     _ => self.report.plaintext += 1,
                 }
@@ -448,7 +453,7 @@ impl ActiveSecurity {
                         |e| e.to_string(),
                     );
                 self.hs = None;
-                self.failure = Some(fail(msg));
+                self.failure = Some(fail(msg).because(ErrorKind::HostKeyChanged));
                 Rx::Drop
             }
             Err(HandshakeError::CodeMismatch) => {

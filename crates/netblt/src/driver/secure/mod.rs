@@ -266,11 +266,10 @@ pub(crate) fn plain_reason(d: &[u8]) -> Option<String> {
     }
 }
 
-/// What a receiver in the other mode is told, in a plain REFUSED.
-pub(crate) const NEEDS_ENCRYPTION: &str =
-    "this receiver requires encryption: run the sender without --insecure";
-pub(crate) const IS_INSECURE: &str =
-    "this receiver runs --insecure (plain RFC 998): add --insecure on the sender, or drop it on the receiver";
+/// What a sender in the other mode is told, in a plain REFUSED (the
+/// sender's program adds what to do: [`crate::PeerReason`]).
+pub(crate) const NEEDS_ENCRYPTION: &str = "this receiver requires encryption";
+pub(crate) const IS_INSECURE: &str = "this receiver is not encrypted (plain RFC 998)";
 
 #[cfg(test)]
 mod tests {

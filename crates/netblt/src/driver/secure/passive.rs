@@ -497,11 +497,14 @@ impl PassiveSecurity {
     fn burn_code(&mut self, why: &str) {
         if self.code.is_some() && !self.code_burnt {
             self.code_burnt = true;
-            self.fatal = Some(AppError::new(
-                Kind::Failed,
-                format!("one-time code: {why}; the code is burnt, start again with a new one"),
-                "",
-            ));
+            self.fatal = Some(
+                AppError::new(
+                    Kind::Failed,
+                    format!("one-time code: {why}; the code is burnt, start again with a new one"),
+                    "",
+                )
+                .because(crate::ErrorKind::Handshake),
+            );
         }
     }
 
@@ -877,17 +880,14 @@ impl PassiveSecurity {
                                 k.fingerprint()
                             ),
                         );
-                        let why = format!(
-                            "key {} is not authorized (add the sender's `netblt id` line to the receiver's authorized_keys, or run recv --accept-any)",
-                            k.fingerprint()
-                        );
+                        let why = format!("key {} is not authorized", k.fingerprint());
                         self.reply(from, refused(fp, lp, &why), budget);
                     }
                     HandshakeError::ModeRefused => {
                         let why = if self.code.is_some() {
-                            "this receiver waits for a one-time code: use send --code"
+                            crate::error::WIRE_WANTS_CODE
                         } else {
-                            "this receiver takes no one-time code: run recv --code"
+                            crate::error::WIRE_TAKES_NO_CODE
                         };
                         self.reply(from, refused(fp, lp, why), budget);
                     }
@@ -975,10 +975,7 @@ impl PassiveSecurity {
                                 k.fingerprint()
                             ),
                         );
-                        format!(
-                            "key {} is not authorized (add the sender's `netblt id` line to the receiver's authorized_keys, or run recv --accept-any)",
-                            k.fingerprint()
-                        )
+                        format!("key {} is not authorized", k.fingerprint())
                     }
                     HandshakeError::CodeMismatch => "the one-time code does not match".into(),
                     other => format!("handshake failed: {other}"),

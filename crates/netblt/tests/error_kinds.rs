@@ -1,0 +1,165 @@
+//! `Error::kind` for real failures on loopback (F20): the reason a program
+//! matches on is set where the failure is found, at either end, never read
+//! back from the message. Short timers keep each case near a second.
+
+mod common;
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use common::{data, encrypted};
+use netblt::{
+    ErrorKind, PeerReason, Receiver, ReceiverOptions, ReceiverSummary, Security, SendOptions,
+};
+
+fn loopback() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+fn send_options(security: Security) -> SendOptions {
+    let mut o = SendOptions::new().with_rate(20_000_000);
+    o.params.buffer_size = 64 * 1024;
+    o.death_timer = Duration::from_secs(1);
+    o.security = security;
+    o
+}
+
+/// The kinds of the transfers a receiver finished.
+type Seen = Arc<Mutex<Vec<Option<ErrorKind>>>>;
+
+/// A receiver keeping files in `dir` on a thread, stopped by the flag; the
+/// kinds of its finished transfers go to the returned list.
+fn serve(
+    dir: &Path,
+    security: Security,
+) -> (
+    SocketAddr,
+    Arc<AtomicBool>,
+    Seen,
+    JoinHandle<Result<ReceiverSummary, netblt::Error>>,
+) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen: Seen = Arc::default();
+    let mut opts = ReceiverOptions::new();
+    opts.stop = Some(Arc::clone(&stop));
+    opts.security = security;
+    opts.death_timer = Duration::from_secs(1);
+    let s2 = Arc::clone(&seen);
+    opts.on_transfer = Some(Arc::new(move |r: &netblt::TransferReport, _: &_| {
+        s2.lock().unwrap().push(r.error_kind());
+    }));
+    let rx = Receiver::bind(loopback(), opts).unwrap();
+    let addr = rx.local_addr();
+    let dir = dir.to_path_buf();
+    (
+        addr,
+        stop,
+        seen,
+        std::thread::spawn(move || rx.serve_dir(dir)),
+    )
+}
+
+#[test]
+fn a_file_that_exists_at_the_receiver_is_refused_as_such() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("f.bin");
+    std::fs::write(&src, data(20_000, 1)).unwrap();
+    std::fs::write(out.path().join("f.bin"), b"already here").unwrap();
+    let (addr, stop, _, h) = serve(out.path(), Security::Insecure);
+    let e = netblt::send_file(&src, addr, &send_options(Security::Insecure)).unwrap_err();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::RefusedByPeer(PeerReason::FileExists),
+        "{e:?}"
+    );
+    assert!(
+        !e.is_timeout() && !e.is_cancelled() && !e.partial_kept(),
+        "{e:?}"
+    );
+    // The library's message names no flag of the tool.
+    assert!(!e.to_string().contains("--"), "{e}");
+    // Both ways of asking agree.
+    assert_eq!(e.report().and_then(|r| r.error_kind()), Some(e.kind()));
+}
+
+#[test]
+fn an_unknown_key_and_a_plain_sender_are_refused_as_such() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rh, sh) = (tmp.path().join("r"), tmp.path().join("s"));
+    let src = tmp.path().join("f.bin");
+    std::fs::write(&src, data(10_000, 2)).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    // No authorized_keys at the receiver, and no accept-any.
+    let (addr, stop, _, h) = serve(out.path(), encrypted(&rh, false));
+    let e = netblt::send_file(&src, addr, &send_options(encrypted(&sh, false))).unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::RefusedByPeer(PeerReason::NotAuthorized),
+        "{e:?}"
+    );
+    let e = netblt::send_file(&src, addr, &send_options(Security::Insecure)).unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::RefusedByPeer(PeerReason::EncryptionRequired),
+        "{e:?}"
+    );
+    stop.store(true, Ordering::Relaxed);
+    let _ = h.join().unwrap();
+}
+
+#[test]
+fn the_stop_flag_cancels_and_the_receiver_hears_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("big.bin");
+    // 4 MB at 20 Mb/s: well over a second, stopped at the first progress.
+    std::fs::write(&src, data(4_000_000, 3)).unwrap();
+    let (addr, stop, seen, h) = serve(out.path(), Security::Insecure);
+    let cancel = Arc::new(AtomicBool::new(false));
+    let mut o = send_options(Security::Insecure);
+    o.stop = Some(Arc::clone(&cancel));
+    let c2 = Arc::clone(&cancel);
+    o.progress = Some(Arc::new(move |p: &netblt::Progress| {
+        if p.bytes > 0 {
+            c2.store(true, Ordering::Relaxed);
+        }
+    }));
+    let e = netblt::send_file(&src, addr, &o).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Cancelled, "{e:?}");
+    assert!(
+        e.is_cancelled() && e.partial_kept() && !e.is_timeout(),
+        "{e:?}"
+    );
+    // The receiver's report: aborted by its peer, which was cancelled.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while seen.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+    assert_eq!(
+        seen.lock().unwrap().as_slice(),
+        [Some(ErrorKind::AbortedByPeer(PeerReason::Cancelled))]
+    );
+}
+
+#[test]
+fn no_answer_to_the_open_is_a_connect_timeout() {
+    // A socket that reads nothing: no "port unreachable", no answer.
+    let mute = UdpSocket::bind(loopback()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("f.bin");
+    std::fs::write(&src, data(1_000, 4)).unwrap();
+    let mut o = send_options(Security::Insecure);
+    o.connect_timeout = Duration::from_millis(500);
+    let e = netblt::send_file(&src, mute.local_addr().unwrap(), &o).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ConnectTimeout, "{e:?}");
+    assert!(e.is_timeout() && !e.partial_kept(), "{e:?}");
+}
