@@ -561,6 +561,14 @@ impl Model {
         self.queue_threshold().min(Duration::from_millis(16))
     }
 
+    /// The rest of the round in which STARTUP ended, and the round after
+    /// (R73): STARTUP's queue still reaches the bottleneck then, which
+    /// carries it at its rate, and the short-span sample shows that rate
+    /// while the one-round sample averages the ramp.
+    fn after_startup(&self) -> bool {
+        self.phase != Phase::Startup && (self.r_startup || self.prev_r_startup)
+    }
+
     /// The round's queue peaked past [`peak_threshold`](Self::peak_threshold).
     fn round_peaked(&self) -> bool {
         match (self.r_max_rtt, self.min_rtt) {
@@ -1051,7 +1059,9 @@ impl RateController for Model {
             .recent
             .filter(|r| usable(&r.delivery_bps))
             .filter(|_| !self.background && !self.train)
-            .filter(|_| self.phase == Phase::Drain || self.bw.get().is_none());
+            .filter(|_| {
+                self.phase == Phase::Drain || self.bw.get().is_none() || self.after_startup()
+            });
         if one.is_some() || recent.is_some() {
             let d = one.or(recent.map(|r| r.delivery_bps)).unwrap_or(0.0);
             self.r_max_delivery = self.r_max_delivery.max(d);
