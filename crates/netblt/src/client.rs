@@ -123,6 +123,12 @@ pub(crate) fn mtime_ns(meta: &std::fs::Metadata) -> Option<i64> {
 /// then one line each), the others being in place. A receiver older than
 /// bundles refuses with "unknown operation 'bundle'": send the files one by
 /// one ([`send_file_as`]) to it.
+///
+/// Every file of `bundle` goes in the stream, whatever
+/// [`SendOptions::resumable_min`] says: an interrupted bundle keeps
+/// nothing at the receiver, so to keep large files resumable take them out
+/// first with [`Bundle::split_resumable`] and send them after it (what the
+/// tool's `send DIR` does, decision F19).
 pub fn send_bundle(
     bundle: &Bundle,
     addr: SocketAddr,

@@ -67,7 +67,9 @@
 //! writes nothing outside it, keeps modification times and permission
 //! bits, and moves the files into place only once the whole stream is
 //! verified. [`TransferReport::files`] says what was stored and what
-//! failed.
+//! failed. An interrupted bundle keeps nothing, so the tool sends a
+//! directory's large files on their own, resumable, after it
+//! ([`Bundle::split_resumable`], [`SendOptions::resumable_min`]).
 //!
 //! # Layers
 //!
@@ -127,7 +129,7 @@ pub use netblt_crypto as crypto;
 pub use netblt_proto::{Policy, RateConfig, RateLimits};
 pub use options::{
     AutoSize, Progress, ProgressFn, ReceiverOptions, Refusal, RefusalFn, ReportFn, SendOptions,
-    MIN_RATE,
+    DEFAULT_RESUMABLE_MIN, MIN_RATE,
 };
 pub use rate_control::RateControl;
 pub use receiver::{Receiver, ReceiverSummary};

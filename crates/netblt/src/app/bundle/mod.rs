@@ -34,7 +34,10 @@
 //! What a crash of the receiver leaves: temporary `.*.netblt-bundle` files
 //! and directories (never a file under its final name with the wrong bytes)
 //! and the directories made inside directories that existed. A failed
-//! transfer removes both. A bundle cannot be resumed.
+//! transfer removes both. A bundle cannot be resumed: the tool therefore
+//! takes a directory's large files out of it
+//! ([`Bundle::split_resumable`], decision F19) and sends each after it as
+//! a single file, whose partial copy an interruption keeps.
 
 pub(crate) mod at;
 pub(crate) mod format;

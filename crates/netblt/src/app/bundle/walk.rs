@@ -251,6 +251,40 @@ impl Bundle {
         b
     }
 
+    /// The bundle without its regular files of at least `min` bytes, and
+    /// those files with their names (`dirname/rel/path`, as
+    /// [`files_to_send`](crate::files_to_send) names them), in name order,
+    /// to send one by one with [`send_file_as`](crate::send_file_as) after
+    /// the bundle (decision F19): an interrupted bundle keeps nothing at
+    /// the receiver (M3), a file sent on its own keeps its partial copy for
+    /// [`SendOptions::resume`](crate::SendOptions::resume). `None` keeps
+    /// every file in the bundle; `Some(0)` takes them all out. A name that
+    /// is not UTF-8 stays in the bundle (a single file's request carries
+    /// its name as text). What the walk skipped and left out stays with the
+    /// bundle, which keeps its directories: send it, then the files, then
+    /// its [`directories`](Bundle::directories) again, whose modification
+    /// times the files' arrival changed.
+    pub fn split_resumable(&self, min: Option<u64>) -> (Bundle, Vec<(PathBuf, String)>) {
+        let Some(min) = min else {
+            return (self.clone(), Vec::new());
+        };
+        let mut large = Vec::new();
+        let mut b = self.clone();
+        b.items.retain(|i| {
+            if i.kind != EntryKind::File || i.size < min {
+                return true;
+            }
+            match std::str::from_utf8(&i.name) {
+                Ok(name) => {
+                    large.push((i.path.clone(), name.to_string()));
+                    false
+                }
+                Err(_) => true,
+            }
+        });
+        (b, large)
+    }
+
     /// The stream's length if no file changes before it is sent (the
     /// progress bar's total).
     pub(crate) fn stream_len(&self) -> u64 {
@@ -369,6 +403,30 @@ mod tests {
         assert!(s.iter().all(|x| x.dirs() == 0));
         assert_eq!(b.directories().dirs(), 3);
         assert!(Bundle::walk(&[t.path().join("missing")]).is_err());
+    }
+
+    /// F19: files at or above the threshold leave the bundle, in name
+    /// order, named as `files_to_send` names them; the directories and
+    /// the smaller files stay.
+    #[test]
+    fn large_files_leave_the_bundle_at_the_threshold() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("tree");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("small"), vec![1; 99]).unwrap();
+        std::fs::write(root.join("sub/at"), vec![2; 100]).unwrap();
+        std::fs::write(root.join("z-over"), vec![3; 101]).unwrap();
+        let b = Bundle::walk(std::slice::from_ref(&root)).unwrap();
+        let (small, large) = b.split_resumable(Some(100));
+        assert_eq!((small.files(), small.dirs(), small.bytes()), (1, 2, 99));
+        let names: Vec<_> = large.iter().map(|(_, n)| n.as_str()).collect();
+        assert_eq!(names, ["tree/sub/at", "tree/z-over"]);
+        assert_eq!(large[0].0, root.join("sub/at"));
+        assert_eq!(small.name(), "tree");
+        let (all, none) = b.split_resumable(None);
+        assert_eq!((all.files(), none.len()), (3, 0));
+        let (dirs, every) = b.split_resumable(Some(0));
+        assert_eq!((dirs.files(), dirs.dirs(), every.len()), (0, 2, 3));
     }
 
     #[test]

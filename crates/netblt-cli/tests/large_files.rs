@@ -1,0 +1,275 @@
+//! A directory's large files leave its bundle and travel after it on their
+//! own (decision F19): they arrive as a bundle's files do (name, bytes,
+//! mode, time; the directories' times too), and an interrupted one keeps
+//! its partial copy at the receiver, which `send DIR --resume` continues.
+//! The threshold is set low (`--resumable-min 1M`) so that a few MB do.
+
+mod common;
+
+use common::*;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+const MIB: usize = 1 << 20;
+
+/// Waits until no transfer holds the partial file of `name` in `dir` (the
+/// receiver gave the interrupted connection up), as resume.rs does.
+fn wait_unlocked(dir: &Path, name: &str) {
+    let part = dir.join(format!(".{name}.netblt-part"));
+    let free = wait_for(Duration::from_secs(10), || {
+        let Ok(f) = std::fs::File::open(&part) else {
+            return true;
+        };
+        // SAFETY: flock on a descriptor we own; released when `f` closes.
+        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    });
+    assert!(free, "the receiver kept the partial file locked");
+}
+
+/// The JSON reports a `send --json` printed, one per line (one per
+/// connection), which must have succeeded.
+fn reports(args: &[&str]) -> Vec<serde_json::Value> {
+    let (code, out, err) = run(args, T);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("not JSON: {l}")))
+        .collect()
+}
+
+/// The report named `name`.
+fn named<'a>(rs: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
+    rs.iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no report of {name}: {rs:?}"))
+}
+
+/// Small files in `t/`, one large one in `t/sub/big` of `big` bytes, with
+/// modes and times to keep.
+fn tree(root: &Path, big: usize) -> Vec<u8> {
+    let t = root.join("t");
+    for i in 0..5 {
+        write(&t.join(format!("s{i}")), &data(20_000, i));
+    }
+    let content = data(big, 77);
+    let b = t.join("sub/big");
+    write(&b, &content);
+    std::fs::set_permissions(&b, PermissionsExt::from_mode(0o640)).unwrap();
+    set_mtime(&b, 1_500_000_000_123_456_789);
+    set_mtime(&t.join("sub"), 1_400_000_000_000_000_001);
+    content
+}
+
+#[test]
+fn a_large_file_leaves_the_bundle_and_arrives_on_its_own() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let content = tree(src.path(), 3 * MIB);
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
+    let t = src.path().join("t");
+    let rs = reports(&[
+        "send",
+        t.to_str().unwrap(),
+        &r.addr,
+        "--resumable-min",
+        "1M",
+        "--json",
+    ]);
+    // The bundle carried the small files, the large one went alone (a
+    // single file's report has no `files`), then the directories again.
+    let bundle = named(&rs, "t");
+    assert_eq!(bundle["files"]["files"], 5, "{bundle}");
+    assert_eq!(bundle["files"]["bytes"], 100_000, "{bundle}");
+    let big = named(&rs, "t/sub/big");
+    assert!(big["files"].is_null(), "{big}");
+    assert_eq!(big["bytes"], 3 * MIB, "{big}");
+    assert_eq!(big["verified"], true, "{big}");
+    assert_eq!(named(&rs, "t (directories)")["files"]["dirs"], 2);
+    assert_eq!(rs.len(), 3, "{rs:?}");
+    // Everything as it was at the sender, the directory's time after the
+    // large file landed in it included.
+    assert_eq!(listing(&t), listing(&dst.path().join("t")));
+    assert_eq!(
+        std::fs::read(dst.path().join("t/sub/big")).unwrap(),
+        content
+    );
+    assert!(temp_files(dst.path()).is_empty());
+
+    // --ignore-times keeps every file in the bundle, which compares the
+    // large one with what is there, where on its own it is refused.
+    let rs = reports(&[
+        "send",
+        t.to_str().unwrap(),
+        &r.addr,
+        "--ignore-times",
+        "--json",
+    ]);
+    assert_eq!(rs.len(), 1, "{rs:?}");
+    assert_eq!(rs[0]["files"]["files"], 6, "{rs:?}");
+
+    // The default keeps a 3 MiB file in the bundle; `never` keeps every
+    // file there; a bad size is one line and exit 2.
+    let again = src.path().join("u");
+    std::fs::rename(&t, &again).unwrap();
+    let rs = reports(&["send", again.to_str().unwrap(), &r.addr, "--json"]);
+    assert_eq!(rs.len(), 1, "{rs:?}");
+    assert_eq!(rs[0]["files"]["files"], 6);
+    let (code, _, err) = run(
+        &[
+            "send",
+            again.to_str().unwrap(),
+            &r.addr,
+            "--resumable-min",
+            "lots",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("'never'"), "{err}");
+    // A one-time code opens one connection: not enough for files on their
+    // own.
+    let (code, _, err) = run(
+        &[
+            "send",
+            again.to_str().unwrap(),
+            &r.addr,
+            "--code",
+            "--resumable-min",
+            "1M",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("good for one"), "{err}");
+}
+
+/// Interrupted while the large file is on its way (the bundle done): the
+/// receiver keeps its partial copy, the hint says how to continue, and
+/// `send DIR --resume` sends only the rest of it.
+#[test]
+fn an_interrupted_large_file_resumes_with_the_rest_only() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let content = tree(src.path(), 16 * MIB);
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--death-timer", "1"]);
+    let t = src.path().join("t");
+    // 1 MiB buffers at 160 Mb/s: 16 MiB take 0.8 s, and the journal says
+    // how far it got (loopback's default 8 MB buffers are two).
+    let send = spawn(
+        &[
+            "send",
+            t.to_str().unwrap(),
+            &r.addr,
+            "--resumable-min",
+            "1M",
+            "--policy",
+            "fixed",
+            "--rate",
+            "160M",
+            "--buffer-size",
+            "1MiB",
+        ],
+        Stdio::null(),
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    let sub = dst.path().join("t/sub");
+    assert!(
+        wait_for(T, || journal_units(&sub, "big") >= 6),
+        "the receiver never journaled 6 units"
+    );
+    // SIGTERM is handled as Ctrl-C.
+    signal(&send, SIGTERM);
+    let o = send.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("t/sub/big: interrupted"), "{err}");
+    assert!(
+        err.contains("t/sub/big: the receiver keeps what arrived; the same command with --resume sends only the rest"),
+        "{err}"
+    );
+    assert!(sub.join(".big.netblt-part").exists(), "{err}");
+    assert!(!sub.join("big").exists());
+    // The small files had arrived with the bundle.
+    assert_eq!(
+        std::fs::read(dst.path().join("t/s4")).unwrap(),
+        data(20_000, 4)
+    );
+    wait_unlocked(&sub, "big");
+    let rs = reports(&[
+        "send",
+        t.to_str().unwrap(),
+        &r.addr,
+        "--resumable-min",
+        "1M",
+        "--resume",
+        "--json",
+    ]);
+    let big = named(&rs, "t/sub/big");
+    let from = big["resumed_from"].as_u64().unwrap_or(0);
+    eprintln!("resumed: {from} of {} bytes were there", 16 * MIB);
+    assert!(from >= 6 * MIB as u64, "{big}");
+    assert_eq!(big["verified"], true, "{big}");
+    // The small files, there whole, were left out (M14); the directories
+    // went last, in the bundle that says so.
+    let last = named(&rs, "t");
+    assert_eq!(last["files"]["files"], 0, "{last}");
+    assert_eq!(last["files"]["unchanged"], 5, "{last}");
+    assert_eq!(rs.len(), 2, "{rs:?}");
+    assert_eq!(
+        std::fs::read(dst.path().join("t/sub/big")).unwrap(),
+        content
+    );
+    assert_eq!(listing(&t), listing(&dst.path().join("t")));
+    assert!(temp_files(dst.path()).is_empty());
+}
+
+/// Interrupted in the bundle, before the large file: the hint says what
+/// the receiver keeps and what it does not.
+#[test]
+fn an_interrupted_bundle_says_its_large_files_keep_what_arrives() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    tree(src.path(), 2 * MIB);
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
+    let t = src.path().join("t");
+    // 100 kB at 400 kb/s: two seconds to be interrupted in, once the
+    // directory's temporary name says the bundle has begun.
+    let send = spawn(
+        &[
+            "send",
+            t.to_str().unwrap(),
+            &r.addr,
+            "--resumable-min",
+            "1M",
+            "--policy",
+            "fixed",
+            "--rate",
+            "400k",
+            "--buffer-size",
+            "16KiB",
+        ],
+        Stdio::null(),
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    let begun = || {
+        std::fs::read_dir(dst.path())
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".netblt-bundle"))
+    };
+    assert!(wait_for(T, begun), "the bundle never began");
+    signal(&send, SIGTERM);
+    let o = send.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("t: the receiver keeps no part of an interrupted bundle; the same command sends again what it does not have whole; its files of 1.00 MB and more travel on their own after it, and the receiver keeps what arrives of them for the same command with --resume"),
+        "{err}"
+    );
+    // The large file was not begun.
+    assert!(!err.contains("t/sub/big"), "{err}");
+}
