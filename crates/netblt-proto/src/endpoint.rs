@@ -48,6 +48,9 @@ pub struct Incoming {
     /// When it arrived (a refusal is remembered from then, R32).
     pub at: Instant,
     data_packet_size: u16,
+    /// The NETBLT port the OPEN named as ours: the one the connection
+    /// answers as (see [`Endpoint::answer_any_port`]).
+    port: u16,
     /// The P flag and the OPEN's padded length (R58).
     path_probe: bool,
     padded_len: u16,
@@ -84,6 +87,8 @@ pub struct EndpointStats {
 pub struct Endpoint {
     config: Config,
     local_port: u16,
+    /// Take packets for any NETBLT port ([`Endpoint::answer_any_port`]).
+    any_port: bool,
     conns: Vec<Option<(SocketAddr, Connection)>>,
     index: HashMap<(SocketAddr, u16), usize>,
     queued: VecDeque<(SocketAddr, Vec<u8>)>,
@@ -113,6 +118,7 @@ impl Endpoint {
         Endpoint {
             config,
             local_port,
+            any_port: false,
             conns: Vec::new(),
             index: HashMap::new(),
             queued: VecDeque::new(),
@@ -121,6 +127,21 @@ impl Endpoint {
             last: None,
             refused_recent: VecDeque::new(),
         }
+    }
+
+    /// Takes packets for any NETBLT port, and answers each connection as
+    /// the port its OPEN named. Over UDP the socket's port has already
+    /// chosen this endpoint, and the active end names the port it sent to
+    /// (RFC 998 §5.1: it "specifies a passive client through a
+    /// client-specific 'well-known' 16 bit port number"); behind a port
+    /// translation (a NAT's port forward, a container's published port:
+    /// 9000 outside, 2998 inside) that is not ours, and every packet was
+    /// dropped as stray: the sender saw "no answer after 8 OPEN packets".
+    /// Not over raw IP, where every NETBLT packet to the host reaches every
+    /// endpoint and the port is what tells them apart.
+    pub fn answer_any_port(mut self) -> Self {
+        self.any_port = true;
+        self
     }
 
     /// Our NETBLT port.
@@ -152,10 +173,13 @@ impl Endpoint {
                 return None;
             }
         };
-        if packet.foreign_port != self.local_port {
+        if !self.any_port && packet.foreign_port != self.local_port {
             self.stats.stray += 1;
             return None;
         }
+        // The port this peer addressed: ours, or (answering any port) the
+        // one its packets name.
+        let ours = packet.foreign_port;
         let key = (remote, packet.local_port);
         let slot = match self.last {
             Some((k, i)) if k == key => Some(i),
@@ -176,8 +200,7 @@ impl Endpoint {
                     // connection carries on).
                     self.stats.rejected_uid += 1;
                     self.queue(
-                        remote,
-                        packet.local_port,
+                        (ours, remote, packet.local_port),
                         Repr::Abort {
                             reason: b"connection already open on this port pair",
                         },
@@ -195,7 +218,10 @@ impl Endpoint {
                 // RFC 998 §5.1: a repeated OPEN is answered as the first was.
                 let reason = reason.clone();
                 self.stats.refused_repeats += 1;
-                self.queue(remote, packet.local_port, Repr::Refused { reason: &reason });
+                self.queue(
+                    (ours, remote, packet.local_port),
+                    Repr::Refused { reason: &reason },
+                );
                 return None;
             }
         }
@@ -222,6 +248,7 @@ impl Endpoint {
                 client: o.client.to_vec(),
                 at: now,
                 data_packet_size: o.data_packet_size,
+                port: ours,
                 path_probe: o.path_probe,
                 padded_len: o.padded_len,
             })),
@@ -232,9 +259,11 @@ impl Endpoint {
         }
     }
 
-    fn queue(&mut self, remote: SocketAddr, remote_port: u16, repr: Repr<'_>) {
+    /// Queues a packet from our port `ours` to the peer's `remote_port` at
+    /// `remote`.
+    fn queue(&mut self, (ours, remote, remote_port): (u16, SocketAddr, u16), repr: Repr<'_>) {
         let p = Packet {
-            local_port: self.local_port,
+            local_port: ours,
             foreign_port: remote_port,
             repr,
         };
@@ -275,7 +304,7 @@ impl Endpoint {
         let conn = Connection::accept(
             config,
             &open,
-            self.local_port,
+            incoming.port,
             incoming.remote_port,
             client,
             now,
@@ -311,8 +340,7 @@ impl Endpoint {
             reason.clone(),
         ));
         self.queue(
-            incoming.remote,
-            incoming.remote_port,
+            (incoming.port, incoming.remote, incoming.remote_port),
             Repr::Refused { reason: &reason },
         );
     }

@@ -265,3 +265,94 @@ fn a_connection_moved_to_a_new_address_completes_there() {
     assert_eq!(after_move_to_old, 0);
     assert_eq!(ep.stats().migrated, 1);
 }
+
+/// Z25: a sender that names another port than ours (it dialled a port
+/// forward: 9000 outside, the endpoint's 7000 inside). An endpoint
+/// answering any port serves it as the port it called, every packet it
+/// sends naming 9000 as its own; one that does not drops it all as stray.
+#[test]
+fn an_endpoint_answering_any_port_answers_as_the_port_called() {
+    const CALLED: u16 = 9000;
+    for any in [true, false] {
+        let mut ep = Endpoint::new(config(), PORT);
+        if any {
+            ep = ep.answer_any_port();
+        }
+        let data = pattern(50_000, 9);
+        let conn = Connection::connect(
+            config(),
+            Mode::Write,
+            0x2000,
+            5009,
+            CALLED,
+            Some(data.len() as u64),
+            vec![],
+            Instant::ZERO,
+        )
+        .unwrap();
+        let mut c = Client {
+            addr: "192.0.2.9:5009".parse().unwrap(),
+            conn,
+            data,
+            pushed: 0,
+        };
+        let mut handle = None;
+        let mut received = Vec::new();
+        let mut wire: Vec<(Instant, bool, Vec<u8>)> = Vec::new();
+        let mut now = Instant::ZERO;
+        let mut buf = vec![0u8; 70_000];
+        for _ in 0..100_000u64 {
+            c.feed();
+            while let Some(n) = c.conn.poll_transmit(now, &mut buf) {
+                wire.push((now + Duration::from_millis(1), true, buf[..n].to_vec()));
+            }
+            while let Some((_, n)) = ep.poll_transmit(now, &mut buf) {
+                let p = netblt_wire::Packet::parse(&buf[..n]).unwrap();
+                assert_eq!(p.local_port, CALLED, "answers as the port called");
+                wire.push((now + Duration::from_millis(1), false, buf[..n].to_vec()));
+            }
+            if let Some(h) = handle {
+                while let Some(e) = ep.connection_mut(h).and_then(|x| x.poll_event()) {
+                    if let Event::BufferReceived { data, .. } = e {
+                        received.extend_from_slice(&data);
+                    }
+                }
+            }
+            if c.conn.is_closed() && wire.is_empty() {
+                break;
+            }
+            let next = wire
+                .iter()
+                .map(|w| w.0)
+                .chain(c.conn.poll_timeout())
+                .chain(ep.poll_timeout())
+                .min();
+            let Some(next) = next else { break };
+            now = now.max(next);
+            let (due, later): (Vec<_>, Vec<_>) = wire.drain(..).partition(|w| w.0 <= now);
+            wire = later;
+            for (_, for_ep, bytes) in due {
+                if !for_ep {
+                    c.conn.handle_datagram(now, &bytes);
+                } else if let Some(DatagramEvent::NewConnection(inc)) =
+                    ep.handle(now, c.addr, &bytes)
+                {
+                    handle = Some(ep.accept(inc, None, b"ok".to_vec(), now).unwrap());
+                }
+            }
+            if c.conn.poll_timeout().is_some_and(|t| t <= now) {
+                c.conn.handle_timeout(now);
+            }
+            ep.handle_timeout(now);
+        }
+        if any {
+            assert_eq!(c.conn.result(), Some(&Ok(())));
+            assert!(received == c.data, "data differs");
+            assert_eq!(ep.stats().stray, 0);
+        } else {
+            assert!(handle.is_none(), "a port not ours was served");
+            assert!(c.conn.result().is_some_and(|r| r.is_err()));
+            assert!(ep.stats().stray > 0);
+        }
+    }
+}

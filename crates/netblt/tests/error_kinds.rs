@@ -163,3 +163,28 @@ fn no_answer_to_the_open_is_a_connect_timeout() {
     assert_eq!(e.kind(), ErrorKind::ConnectTimeout, "{e:?}");
     assert!(e.is_timeout() && !e.partial_kept(), "{e:?}");
 }
+
+/// A path that goes dark once data flows (a relay between the ends that
+/// forwards nothing after the client's 200th datagram): the sender's
+/// transfer ends as `PeerSilent`, a timeout, after which the receiver keeps
+/// its partial copy (F4). (A receiver whose handler is slow does not go
+/// silent: the handler runs off the network loop, which keeps the
+/// connection alive.)
+#[test]
+fn a_path_that_goes_dark_is_a_timeout() {
+    let out = tempfile::tempdir().unwrap();
+    let (addr, stop, _, h) = serve(out.path(), Security::Insecure);
+    let relay = common::relay(addr, 200);
+    let e = netblt::send_reader(
+        std::io::Cursor::new(data(4_000_000, 5)),
+        4_000_000,
+        "dark",
+        relay,
+        &send_options(Security::Insecure),
+    )
+    .unwrap_err();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+    assert_eq!(e.kind(), ErrorKind::PeerSilent, "{e:?}");
+    assert!(e.is_timeout() && e.partial_kept(), "{e:?}");
+}

@@ -6,9 +6,9 @@
 //! anyone could claim to be the client, and dies by its death timer.
 //!
 //! The NAT is a UDP relay on loopback: it listens at 127.0.0.2 on the
-//! receiver's port (NETBLT headers carry ports, so the port the client aims
-//! at must be the receiver's) and talks to the receiver from 127.0.0.3,
-//! from a fresh port once it has forwarded `REBIND_AFTER` datagrams.
+//! receiver's port and talks to the receiver from 127.0.0.3, from a fresh
+//! port once it has forwarded `REBIND_AFTER` datagrams. (A port forward to
+//! another port works too since decision Z25: the last test.)
 
 mod common;
 
@@ -234,4 +234,32 @@ fn a_plaintext_transfer_does_not_follow_a_new_address() {
         !out.path().join("f.bin").exists(),
         "no file under its final name"
     );
+}
+
+/// Z25: a receiver behind a port forward (the client dials the relay's
+/// port, not the receiver's): NETBLT headers name the port the client
+/// called, and the receiver answers as that port. Before, every packet was
+/// a stray and the client gave up after 8 OPENs, in both modes.
+#[test]
+fn a_receiver_behind_a_port_forward_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rk, sk) = keys(tmp.path());
+    let src = tmp.path().join("f.bin");
+    std::fs::write(&src, data(300_000, 11)).unwrap();
+    for (recv, send) in [
+        (Security::Insecure, Security::Insecure),
+        (encrypted(&rk, true), encrypted(&sk, false)),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let served = Served::start(out.path(), recv);
+        let relay = common::relay(served.addr, usize::MAX);
+        assert_ne!(relay.port(), served.addr.port());
+        let r = netblt::send_file(&src, relay, &send_options(send)).unwrap();
+        assert!(r.verified);
+        served.finish();
+        assert_eq!(
+            std::fs::read(out.path().join("f.bin")).unwrap(),
+            data(300_000, 11)
+        );
+    }
 }

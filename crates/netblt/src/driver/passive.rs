@@ -159,6 +159,11 @@ pub(crate) fn run_passive<S: Service>(
         crate::security::Security::Insecure => None,
     };
     let mut ep = Endpoint::new(config, port);
+    if !opts.raw {
+        // Over UDP the socket chose us; a sender behind a port forward
+        // names the port it dialled (decision Z25, Endpoint::answer_any_port).
+        ep = ep.answer_any_port();
+    }
     let clock = Clock::new();
     let s = sock.as_dyn();
     let mut tx = TxQueue::new(s.max_gso_segments(), 65_507, sec.is_none());
