@@ -97,6 +97,9 @@ fuzz_target!(|raw: &[u8]| {
     };
     let adaptive = flags & 2 != 0;
     let tool = flags & 4 != 0;
+    // Z25: the endpoint the UDP driver makes answers any port, and the
+    // client then calls it on another one (a port forward).
+    let any_port = flags & 8 != 0;
     let data: Vec<u8> = (0..LEN).map(|i| (i * 7 + i / 251) as u8).collect();
     let mut now = Instant::ZERO;
     let mut client = match Connection::connect(
@@ -104,7 +107,7 @@ fuzz_target!(|raw: &[u8]| {
         mode,
         0xfeed,
         CLIENT_PORT,
-        PORT,
+        if any_port { PORT + 1 } else { PORT },
         Some(LEN as u64),
         vec![],
         now,
@@ -113,6 +116,9 @@ fuzz_target!(|raw: &[u8]| {
         Err(_) => return,
     };
     let mut ep = Endpoint::new(config(adaptive, tool), PORT);
+    if any_port {
+        ep = ep.answer_any_port();
+    }
     let mut client_addr: SocketAddr = "192.0.2.1:5000".parse().unwrap();
     let stranger: SocketAddr = "198.51.100.2:5000".parse().unwrap();
     let mut handle: Option<ConnectionHandle> = None;
