@@ -273,3 +273,99 @@ fn an_interrupted_bundle_says_its_large_files_keep_what_arrives() {
     // The large file was not begun.
     assert!(!err.contains("t/sub/big"), "{err}");
 }
+
+/// A large file replaced by a link (or a FIFO) after the walk, while the
+/// bundle is on its way, is refused when its turn comes, as the bundle
+/// refuses its own files: never followed out of the directory, and the
+/// FIFO does not hang the sender. A link given on the command line is
+/// still followed, in the bundle and on its own.
+#[test]
+fn a_large_file_replaced_by_a_link_is_not_followed() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    tree(src.path(), 2 * MIB);
+    let t = src.path().join("t");
+    write(&t.join("zfifo"), &data(2 * MIB, 5));
+    let outside = src.path().join("outside");
+    write(&outside, &data(2 * MIB, 9));
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
+    // 100 kB at 400 kb/s: two seconds in which to swap the files, once the
+    // bundle has begun (the walk is done).
+    let send = spawn(
+        &[
+            "send",
+            t.to_str().unwrap(),
+            &r.addr,
+            "--resumable-min",
+            "1M",
+            "--policy",
+            "fixed",
+            "--rate",
+            "400k",
+            "--buffer-size",
+            "16KiB",
+        ],
+        Stdio::null(),
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    let begun = || {
+        std::fs::read_dir(dst.path())
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".netblt-bundle"))
+    };
+    assert!(wait_for(T, begun), "the bundle never began");
+    let big = t.join("sub/big");
+    std::fs::remove_file(&big).unwrap();
+    std::os::unix::fs::symlink(&outside, &big).unwrap();
+    let fifo = t.join("zfifo");
+    std::fs::remove_file(&fifo).unwrap();
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let o = send.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("t/sub/big: ") && err.contains("not a regular file (a symbolic link)"),
+        "{err}"
+    );
+    assert!(err.contains("t/zfifo: "), "{err}");
+    assert!(!dst.path().join("t/sub/big").exists(), "{err}");
+    assert!(!dst.path().join("t/zfifo").exists(), "{err}");
+    // The bundle's files arrived.
+    assert_eq!(
+        std::fs::read(dst.path().join("t/s4")).unwrap(),
+        data(20_000, 4)
+    );
+
+    // Links given on the command line are followed, with another path (a
+    // bundle) and as a large file on its own.
+    let small = src.path().join("small");
+    write(&small, &data(1000, 3));
+    let link = src.path().join("ln");
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    for (min, n) in [("never", 1), ("1M", 2)] {
+        let out = tempfile::tempdir().unwrap();
+        let r = Recv::start(&["--dir", out.path().to_str().unwrap()]);
+        let rs = reports(&[
+            "send",
+            link.to_str().unwrap(),
+            small.to_str().unwrap(),
+            &r.addr,
+            "--resumable-min",
+            min,
+            "--json",
+        ]);
+        assert_eq!(rs.len(), n, "{rs:?}");
+        assert_eq!(
+            std::fs::read(out.path().join("ln")).unwrap(),
+            data(2 * MIB, 9)
+        );
+        assert_eq!(
+            std::fs::read(out.path().join("small")).unwrap(),
+            data(1000, 3)
+        );
+    }
+}

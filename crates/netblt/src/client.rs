@@ -78,9 +78,48 @@ pub fn send_file_as(
     opts: &SendOptions,
 ) -> Result<TransferReport, Error> {
     let path = path.as_ref();
-    let shown = path.display().to_string();
     let file = std::fs::File::open(path)
-        .map_err(|e| Error::Local(format!("{shown}: {}", io_reason(&e))))?;
+        .map_err(|e| Error::Local(format!("{}: {}", path.display(), io_reason(&e))))?;
+    send_open_file(file, path, name, addr, opts)
+}
+
+/// [`send_file_as`] for a file a walk of a directory found
+/// ([`Bundle::split_resumable`]'s large files): opened without following a
+/// link and without waiting on a FIFO, as a bundle opens its files, so that
+/// a file replaced by a link since the walk is refused, never followed out
+/// of the directory, and one replaced by a FIFO does not hang the sender.
+/// A link given by the user is resolved by the walk first.
+pub fn send_walked_file(
+    path: impl AsRef<Path>,
+    name: &str,
+    addr: SocketAddr,
+    opts: &SendOptions,
+) -> Result<TransferReport, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = path.as_ref();
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            let why = match e.raw_os_error() {
+                Some(libc::ELOOP) => "not a regular file (a symbolic link)".into(),
+                _ => io_reason(&e),
+            };
+            Error::Local(format!("{}: {why}", path.display()))
+        })?;
+    send_open_file(file, path, name, addr, opts)
+}
+
+/// Sends a file opened by [`send_file_as`] or [`send_walked_file`].
+fn send_open_file(
+    file: std::fs::File,
+    path: &Path,
+    name: &str,
+    addr: SocketAddr,
+    opts: &SendOptions,
+) -> Result<TransferReport, Error> {
+    let shown = path.display().to_string();
     let meta = file
         .metadata()
         .map_err(|e| Error::Local(format!("{shown}: {}", io_reason(&e))))?;

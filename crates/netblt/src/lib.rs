@@ -116,7 +116,7 @@ pub use app::params::{
 pub use app::partial::partial_copy;
 pub use client::{
     bench, files_to_send, get, get_to_writer, send_bundle, send_dir, send_file, send_file_as,
-    send_reader, send_stream, send_tar, skip_same,
+    send_reader, send_stream, send_tar, send_walked_file, skip_same,
 };
 pub use diagnosis::{Diagnosis, Limit};
 pub use driver::passive::JunkCounts;

@@ -242,7 +242,7 @@ pub struct SendOptions {
     /// A directory sent as a bundle (the tool's `send DIR`, decision F19):
     /// regular files of at least this many bytes leave the bundle and
     /// travel after it, each as its own transfer
-    /// ([`send_file_as`](crate::send_file_as)), so that an interrupted one
+    /// ([`send_walked_file`](crate::send_walked_file)), so that an interrupted one
     /// leaves its partial copy at the receiver and [`resume`](Self::resume)
     /// continues it, where an interrupted bundle keeps nothing (M3).
     /// `Some(0)`: every file on its own; `None`: every file in the bundle.

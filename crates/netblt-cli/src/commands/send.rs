@@ -247,10 +247,25 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
     let files = netblt::files_to_send(&paths).map_err(CliError::from)?;
     if a.parallel > 1 && files.len() > 1 {
         opts.progress = None;
-        return parallel(files, &remote, &opts, &a.common, usize::from(a.parallel));
+        let n = usize::from(a.parallel);
+        return parallel(files, &remote, &opts, &a.common, n, ANY);
     }
-    one_by_one(files, &remote, &opts, &a.common, &bar)
+    one_by_one(files, &remote, &opts, &a.common, &bar, ANY)
 }
+
+/// How each file of a list is sent: a path the user gave (a link followed)
+/// or one of `--per-file`'s walk, by `send_file_as`; a directory's large
+/// file (F19) by `send_walked_file`, which, as the bundle does, never
+/// follows a link (nor waits on a FIFO) put in its place since the walk.
+type SendOne = fn(
+    &std::path::Path,
+    &str,
+    std::net::SocketAddr,
+    &netblt::SendOptions,
+) -> Result<netblt::TransferReport, netblt::Error>;
+
+const ANY: SendOne = |p, n, a, o| netblt::send_file_as(p, n, a, o);
+const WALKED: SendOne = |p, n, a, o| netblt::send_walked_file(p, n, a, o);
 
 /// Files sent one connection each, in turn; the exit code is the first
 /// failure's.
@@ -260,13 +275,14 @@ fn one_by_one(
     opts: &netblt::SendOptions,
     common: &CommonFlags,
     bar: &crate::progress::Bar,
+    send: SendOne,
 ) -> anyhow::Result<i32> {
     let mut code = exit::OK;
     // The "why" line is for one transfer; with many files it would double
     // the output.
     let single = files.len() == 1;
     for (path, name) in files {
-        let result = remote.run(|r| netblt::send_file_as(&path, &name, r, opts));
+        let result = remote.run(|r| send(&path, &name, r, opts));
         bar.finish();
         let interrupted = stopped(&result);
         let rc = finish_one(result, common, &name, single, Some(&path))?;
@@ -321,9 +337,9 @@ fn after_bundle(
 ) -> anyhow::Result<i32> {
     let rc = if n > 1 && large.len() > 1 {
         opts.progress = None;
-        parallel(large, remote, opts, common, n)?
+        parallel(large, remote, opts, common, n, WALKED)?
     } else {
-        one_by_one(large, remote, opts, common, bar)?
+        one_by_one(large, remote, opts, common, bar, WALKED)?
     };
     if interrupted(opts) {
         return Ok(rc);
@@ -582,6 +598,7 @@ fn parallel(
     opts: &netblt::SendOptions,
     common: &CommonFlags,
     n: usize,
+    send: SendOne,
 ) -> anyhow::Result<i32> {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Mutex;
@@ -597,7 +614,7 @@ fn parallel(
                     let Some((path, name)) = next else {
                         break;
                     };
-                    let result = remote.run(|a| netblt::send_file_as(&path, &name, a, opts));
+                    let result = remote.run(|a| send(&path, &name, a, opts));
                     // Ctrl-C empties the queue: only the files in flight say
                     // they were interrupted.
                     if stopped(&result) {

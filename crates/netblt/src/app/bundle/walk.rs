@@ -113,7 +113,18 @@ impl Bundle {
                 b.push(p, name.clone(), EntryKind::Dir, &meta);
                 b.walk_dir(p, &name);
             } else if meta.is_file() {
-                b.push(p, name, EntryKind::File, &meta);
+                // A link given by the user is followed here, once: the file
+                // is opened later without following links (pack.rs,
+                // `send_walked_file`), which refused it ("too many levels of
+                // symbolic links") in a bundle of several paths.
+                let linked = std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+                let at = if linked {
+                    std::fs::canonicalize(p)
+                        .map_err(|e| Error::Local(format!("{}: {}", p.display(), io_reason(&e))))?
+                } else {
+                    p.clone()
+                };
+                b.push(&at, name, EntryKind::File, &meta);
             } else {
                 return Err(Error::Local(format!("{}: not a regular file", p.display())));
             }
@@ -254,8 +265,8 @@ impl Bundle {
     /// The bundle without its regular files of at least `min` bytes, and
     /// those files with their names (`dirname/rel/path`, as
     /// [`files_to_send`](crate::files_to_send) names them), in name order,
-    /// to send one by one with [`send_file_as`](crate::send_file_as) after
-    /// the bundle (decision F19): an interrupted bundle keeps nothing at
+    /// to send one by one with [`send_walked_file`](crate::send_walked_file)
+    /// after the bundle (decision F19): an interrupted bundle keeps nothing at
     /// the receiver (M3), a file sent on its own keeps its partial copy for
     /// [`SendOptions::resume`](crate::SendOptions::resume). `None` keeps
     /// every file in the bundle; `Some(0)` takes them all out. A name that
