@@ -237,31 +237,7 @@ fn an_interrupted_bundle_says_its_large_files_keep_what_arrives() {
     let t = src.path().join("t");
     // 100 kB at 400 kb/s: two seconds to be interrupted in, once the
     // directory's temporary name says the bundle has begun.
-    let send = spawn(
-        &[
-            "send",
-            t.to_str().unwrap(),
-            &r.addr,
-            "--resumable-min",
-            "1M",
-            "--policy",
-            "fixed",
-            "--rate",
-            "400k",
-            "--buffer-size",
-            "16KiB",
-        ],
-        Stdio::null(),
-        Stdio::null(),
-        Stdio::piped(),
-    );
-    let begun = || {
-        std::fs::read_dir(dst.path())
-            .unwrap()
-            .flatten()
-            .any(|e| e.file_name().to_string_lossy().ends_with(".netblt-bundle"))
-    };
-    assert!(wait_for(T, begun), "the bundle never began");
+    let send = slow_send(&t, &r.addr, dst.path());
     signal(&send, SIGTERM);
     let o = send.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
@@ -291,31 +267,7 @@ fn a_large_file_replaced_by_a_link_is_not_followed() {
     let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
     // 100 kB at 400 kb/s: two seconds in which to swap the files, once the
     // bundle has begun (the walk is done).
-    let send = spawn(
-        &[
-            "send",
-            t.to_str().unwrap(),
-            &r.addr,
-            "--resumable-min",
-            "1M",
-            "--policy",
-            "fixed",
-            "--rate",
-            "400k",
-            "--buffer-size",
-            "16KiB",
-        ],
-        Stdio::null(),
-        Stdio::null(),
-        Stdio::piped(),
-    );
-    let begun = || {
-        std::fs::read_dir(dst.path())
-            .unwrap()
-            .flatten()
-            .any(|e| e.file_name().to_string_lossy().ends_with(".netblt-bundle"))
-    };
-    assert!(wait_for(T, begun), "the bundle never began");
+    let send = slow_send(&t, &r.addr, dst.path());
     let big = t.join("sub/big");
     std::fs::remove_file(&big).unwrap();
     std::os::unix::fs::symlink(&outside, &big).unwrap();
@@ -368,4 +320,36 @@ fn a_large_file_replaced_by_a_link_is_not_followed() {
             data(1000, 3)
         );
     }
+}
+
+/// `send T ADDR --resumable-min 1M` at 400 kb/s (the bundle's 100 kB take
+/// two seconds), returned once the receiver's bundle directory in `dst`
+/// says the bundle has begun (the walk is done).
+fn slow_send(t: &std::path::Path, addr: &str, dst: &std::path::Path) -> std::process::Child {
+    let send = spawn(
+        &[
+            "send",
+            t.to_str().unwrap(),
+            addr,
+            "--resumable-min",
+            "1M",
+            "--policy",
+            "fixed",
+            "--rate",
+            "400k",
+            "--buffer-size",
+            "16KiB",
+        ],
+        Stdio::null(),
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    let begun = || {
+        std::fs::read_dir(dst)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".netblt-bundle"))
+    };
+    assert!(wait_for(T, begun), "the bundle never began");
+    send
 }

@@ -254,6 +254,19 @@ fn after_start_up_at_300_ms_the_link_stays_busy() {
     assert!(quarters.iter().all(|&s| s >= 0.9), "{quarters:?}");
 }
 
+/// A `fair` flow with the tool's buffers (1 MiB, 32 to 128 outstanding,
+/// its recovery) at `rtt_ms`, from the start.
+fn tool_flow(rtt_ms: f64) -> FlowSpec {
+    let mut f = netblt("fair", PolicySpec::Fair, rtt_ms, 0.0);
+    if let FlowKind::Netblt(n) = &mut f.kind {
+        n.buffer_size = 1 << 20;
+        n.max_buffers = 128;
+        n.min_buffers = Some(32);
+        n.tool_recovery = true;
+    }
+    f
+}
+
 /// One `fair` flow alone at `rtt_ms` with 5 % loss and a queue of one
 /// bandwidth-delay product: its goodput from `from_s` to the end of the
 /// run, as a share of what the path can carry, C (1 - p) payload/wire.
@@ -877,14 +890,7 @@ fn buffers_of_a_few_packets_still_feed_the_controller() {
 fn a_restart_on_a_long_path_does_not_flood_a_shallow_queue() {
     let mut b = bottleneck(1_250_000, 0.0);
     b.rate_bps = Some(100_000_000);
-    let mut f = netblt("fair", PolicySpec::Fair, 600.0, 0.0);
-    if let FlowKind::Netblt(n) = &mut f.kind {
-        // The tool's: 1 MiB buffers, 32 to 128 outstanding.
-        n.buffer_size = 1 << 20;
-        n.max_buffers = 128;
-        n.min_buffers = Some(32);
-        n.tool_recovery = true;
-    }
+    let mut f = tool_flow(600.0);
     f.size_bytes = Some(100_000_000);
     let r = run(20.0, b, vec![f]);
     let fl = &r.flows[0];
@@ -919,14 +925,7 @@ fn a_restart_on_a_long_path_does_not_flood_a_shallow_queue() {
 fn a_long_path_is_paced_at_its_rate_right_after_startup() {
     let mut b = bottleneck(7_500_000, 0.0);
     b.rate_bps = Some(100_000_000);
-    let mut f = netblt("fair", PolicySpec::Fair, 600.0, 0.0);
-    if let FlowKind::Netblt(n) = &mut f.kind {
-        // The tool's: 1 MiB buffers, 32 to 128 outstanding.
-        n.buffer_size = 1 << 20;
-        n.max_buffers = 128;
-        n.min_buffers = Some(32);
-        n.tool_recovery = true;
-    }
+    let f = tool_flow(600.0);
     let r = run(5.5, b, vec![f]);
     let share = goodput(&r, 0, 3.5, 5.5) / (100e6 * PAYLOAD);
     println!("3.5-5.5 s: {share:.3} of the path");
@@ -951,14 +950,7 @@ fn a_noisy_long_path_finds_freed_capacity() {
         at_s: 6.0,
         rate_bps: 100_000_000,
     }];
-    let mut f = netblt("fair", PolicySpec::Fair, 600.0, 0.0);
-    if let FlowKind::Netblt(n) = &mut f.kind {
-        // The tool's: 1 MiB buffers, 32 to 128 outstanding.
-        n.buffer_size = 1 << 20;
-        n.max_buffers = 128;
-        n.min_buffers = Some(32);
-        n.tool_recovery = true;
-    }
+    let f = tool_flow(600.0);
     let r = run(16.0, b, vec![f]);
     let share = goodput(&r, 0, 10.0, 16.0) / (100e6 * 0.95 * PAYLOAD);
     println!("10-16 s: {share:.3} of the path");
