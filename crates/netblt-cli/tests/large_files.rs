@@ -7,27 +7,11 @@
 mod common;
 
 use common::*;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::Duration;
 
 const MIB: usize = 1 << 20;
-
-/// Waits until no transfer holds the partial file of `name` in `dir` (the
-/// receiver gave the interrupted connection up), as resume.rs does.
-fn wait_unlocked(dir: &Path, name: &str) {
-    let part = dir.join(format!(".{name}.netblt-part"));
-    let free = wait_for(Duration::from_secs(10), || {
-        let Ok(f) = std::fs::File::open(&part) else {
-            return true;
-        };
-        // SAFETY: flock on a descriptor we own; released when `f` closes.
-        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
-    });
-    assert!(free, "the receiver kept the partial file locked");
-}
 
 /// The JSON reports a `send --json` printed, one per line (one per
 /// connection), which must have succeeded.

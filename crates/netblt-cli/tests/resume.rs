@@ -5,26 +5,11 @@
 mod common;
 
 use common::*;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 const MIB: usize = 1 << 20;
-
-/// Waits until no transfer holds the partial file of `name` (the receiver
-/// gave the dead connection up).
-fn wait_unlocked(dir: &Path, name: &str) {
-    let part = dir.join(format!(".{name}.netblt-part"));
-    let free = wait_for(Duration::from_secs(10), || {
-        let Ok(f) = std::fs::File::open(&part) else {
-            return true;
-        };
-        // SAFETY: flock on a descriptor we own; released when `f` closes.
-        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
-    });
-    assert!(free, "the receiver kept the partial file locked");
-}
 
 /// Starts `send FILE ADDR` at 160 Mb/s and SIGKILLs it once the receiver
 /// journaled `units` units. 1 MiB buffers: with the 8,192,000-byte ones

@@ -356,3 +356,18 @@ pub fn listing(root: &Path) -> Vec<Entry> {
     out.sort();
     out
 }
+
+/// Waits until no transfer holds the partial file of `name` in `dir` (the
+/// receiver gave the interrupted or dead connection up).
+pub fn wait_unlocked(dir: &Path, name: &str) {
+    use std::os::fd::AsRawFd;
+    let part = dir.join(format!(".{name}.netblt-part"));
+    let free = wait_for(Duration::from_secs(10), || {
+        let Ok(f) = std::fs::File::open(&part) else {
+            return true;
+        };
+        // SAFETY: flock on a descriptor we own; released when `f` closes.
+        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    });
+    assert!(free, "the receiver kept the partial file locked");
+}
