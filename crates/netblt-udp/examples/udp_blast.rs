@@ -127,6 +127,7 @@ fn run(mode: Mode, args: &Args) -> std::io::Result<Outcome> {
         destination: dst,
         contents: &payload,
         segment_size: Some(args.size),
+        src_ip: None,
     };
     let trains = [train; BATCH];
     let k = match mode {

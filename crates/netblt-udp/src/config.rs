@@ -31,6 +31,13 @@ pub struct SocketConfig {
     /// not `::ffff:1.2.3.4`, and sent to the same), so a caller never sees a mapped address.
     /// Default off: every other IPv6 socket is IPv6 only. Ignored by raw IP sockets.
     pub dual_stack: bool,
+    /// On a UDP socket bound to a wildcard address (`0.0.0.0`, `[::]`), learn each datagram's
+    /// local destination address ([`crate::RecvMeta::dst_ip`], from `IP_PKTINFO` and
+    /// `IPV6_RECVPKTINFO`), so that a server on a host with several addresses can answer from
+    /// the one it was called on ([`crate::Transmit::src_ip`]). Default on; a socket bound to one
+    /// address, or one that is `connect`ed, does not need it. Linux only; ignored by raw IP
+    /// sockets.
+    pub pktinfo: bool,
 }
 
 impl SocketConfig {
@@ -47,6 +54,7 @@ impl Default for SocketConfig {
             gro: true,
             reuse_port: false,
             dual_stack: false,
+            pktinfo: true,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! What goes in and out of a socket: [`Transmit`], [`RecvMeta`] and [`Readiness`].
 
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 
 /// One send: `contents` to `destination`, optionally cut into `segment_size`-byte datagrams.
 ///
@@ -16,6 +16,14 @@ pub struct Transmit<'a> {
     pub contents: &'a [u8],
     /// Segment size for a train, `None` for a single datagram.
     pub segment_size: Option<usize>,
+    /// The local address to send from: `None` (or an unspecified address) lets the kernel choose
+    /// by its routing, as a plain `sendto` does. Set it to a received [`RecvMeta::dst_ip`] to
+    /// answer from the address a peer sent to, which a socket bound to a wildcard address
+    /// (`0.0.0.0`, `[::]`) on a host with several addresses needs: a peer whose socket is
+    /// connected drops answers from any other address. Sent as an `IP_PKTINFO` (IPv4, also for
+    /// an IPv4 peer of a dual-stack socket) or `IPV6_PKTINFO` control message on Linux; ignored
+    /// by the portable path. Must be of the destination's family.
+    pub src_ip: Option<IpAddr>,
 }
 
 impl Transmit<'_> {
@@ -45,6 +53,8 @@ pub struct GatherTransmit<'a> {
     pub parts: &'a [std::io::IoSlice<'a>],
     /// Segment size for a train, `None` for a single datagram.
     pub segment_size: Option<usize>,
+    /// The local address to send from, as [`Transmit::src_ip`].
+    pub src_ip: Option<IpAddr>,
 }
 
 impl GatherTransmit<'_> {
@@ -93,6 +103,12 @@ pub struct RecvMeta {
     /// The datagram did not fit in the buffer and the kernel cut it (`MSG_TRUNC`): `len` bytes are
     /// valid, the rest is lost.
     pub truncated: bool,
+    /// The local address the datagram(s) were sent to (`IP_PKTINFO` / `IPV6_PKTINFO`), an IPv4
+    /// one for an IPv4 peer of a dual-stack socket. Only for a UDP socket bound to a wildcard
+    /// address with [`crate::SocketConfig::pktinfo`] on Linux; `None` otherwise (a socket bound
+    /// to one address receives only for it), and when the kernel did not say (e.g. the control
+    /// message was cut, `MSG_CTRUNC`). Answer with it as [`Transmit::src_ip`].
+    pub dst_ip: Option<IpAddr>,
 }
 
 impl Default for RecvMeta {
@@ -102,6 +118,7 @@ impl Default for RecvMeta {
             len: 0,
             stride: 0,
             truncated: false,
+            dst_ip: None,
         }
     }
 }
@@ -213,6 +230,7 @@ mod tests {
             destination: dst,
             contents: &data,
             segment_size: s,
+            src_ip: None,
         };
         assert_eq!(t(None).datagram_count(), 1);
         assert_eq!(t(Some(10)).datagram_count(), 1);

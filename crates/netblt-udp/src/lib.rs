@@ -26,6 +26,14 @@
 //! owns every buffer; the send and receive paths allocate nothing per datagram (control-message
 //! space, address storage and `mmsghdr` arrays live on the stack).
 //!
+//! A socket bound to a wildcard address (`0.0.0.0`, `[::]`) receives for every address of the host,
+//! but a plain send leaves from the address the kernel's routing picks, which on a host with several
+//! addresses may not be the one the peer called; a peer whose socket is connected then drops the
+//! answer. So such a socket asks for each datagram's destination (`IP_PKTINFO`,
+//! `IPV6_RECVPKTINFO`; [`RecvMeta::dst_ip`]), and a send may name its source
+//! ([`Transmit::src_ip`]: an `IP_PKTINFO` or `IPV6_PKTINFO` control message beside the
+//! `UDP_SEGMENT` one), as quinn-udp and WireGuard do. See [`SocketConfig::pktinfo`].
+//!
 //! Sockets are non-blocking. [`UdpSocket::wait`] is a thin `ppoll(2)` for drivers without an async
 //! runtime, and [`sleep_until`] gives sub-millisecond pacing: it sleeps in the kernel until about
 //! [`SPIN_MARGIN`] (plus the timer slack) before the deadline and yields in a loop for the rest;
@@ -49,7 +57,8 @@
 //!
 //! The fast path is `#[cfg(target_os = "linux")]`. Elsewhere, or on Linux with the `portable`
 //! feature (which exists so the fallback can be tested here), a plain `send_to`/`recv_from` path is
-//! used: one syscall per datagram, no GSO, no GRO.
+//! used: one syscall per datagram, no GSO, no GRO, no destination addresses and no chosen source
+//! (the kernel's routing picks it).
 
 #![deny(missing_docs)]
 

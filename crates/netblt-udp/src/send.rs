@@ -3,7 +3,7 @@
 
 use std::{
     io,
-    net::{SocketAddr, SocketAddrV6},
+    net::{IpAddr, SocketAddr, SocketAddrV6},
     sync::atomic::{AtomicUsize, Ordering::Relaxed},
     time::Duration,
 };
@@ -93,10 +93,16 @@ pub(crate) fn canonical(a: SocketAddr) -> SocketAddr {
 }
 
 /// Rejects transmits the kernel would refuse for reasons that have nothing to do with GSO, before
-/// any syscall: their `EINVAL` must not be mistaken for "this device cannot segment".
-pub(crate) fn check(t: &Transmit<'_>, family: Family, max_payload: usize) -> io::Result<()> {
+/// any syscall: their `EINVAL` must not be mistaken for "this device cannot segment". Returns the
+/// source address to ask for (see [`source`]).
+pub(crate) fn check(
+    t: &Transmit<'_>,
+    family: Family,
+    max_payload: usize,
+) -> io::Result<Option<IpAddr>> {
     check_shape(
         t.destination,
+        t.src_ip,
         t.contents.len(),
         t.datagram_count(),
         family,
@@ -104,14 +110,34 @@ pub(crate) fn check(t: &Transmit<'_>, family: Family, max_payload: usize) -> io:
     )
 }
 
-/// [`check`] on a transmit's destination, length and datagram count.
+/// The source address a send asks for: `None` for none or an unspecified one (the kernel
+/// chooses), an IPv4-mapped IPv6 one as IPv4 (so that a dual-stack socket sends it as
+/// `IP_PKTINFO`, which its IPv4 sends honour); an error for one of the other family than the
+/// destination's.
+fn source(destination: SocketAddr, src: Option<IpAddr>) -> io::Result<Option<IpAddr>> {
+    let Some(ip) = src.map(|ip| ip.to_canonical()) else {
+        return Ok(None);
+    };
+    if ip.is_unspecified() {
+        return Ok(None);
+    }
+    if ip.is_ipv4() != canonical(destination).is_ipv4() {
+        return Err(invalid(format!(
+            "source address {ip} is not in the family of the destination {destination}"
+        )));
+    }
+    Ok(Some(ip))
+}
+
+/// [`check`] on a transmit's destination, source, length and datagram count.
 fn check_shape(
     destination: SocketAddr,
+    src: Option<IpAddr>,
     len: usize,
     count: usize,
     family: Family,
     max_payload: usize,
-) -> io::Result<()> {
+) -> io::Result<Option<IpAddr>> {
     if !family.accepts(destination) {
         return Err(invalid(format!(
             "destination {} is not in the socket's address family (IPv{})",
@@ -133,7 +159,7 @@ fn check_shape(
             )));
         }
     }
-    Ok(())
+    source(destination, src)
 }
 
 /// `EIO` or `EINVAL` from a GSO send: what Linux reports when the route's device or a tunnel
@@ -155,6 +181,7 @@ pub(crate) fn send_split(
     sock: &Socket,
     counters: &Counters,
     dst: &SockAddr,
+    src: Option<IpAddr>,
     contents: &[u8],
     seg: usize,
     skip: usize,
@@ -167,6 +194,7 @@ pub(crate) fn send_split(
             dst,
             contents: &[],
             segment_size: None,
+            src,
         };
         let mut msgs = [empty; BATCH];
         let mut k = 0;
@@ -219,7 +247,7 @@ pub(crate) struct Sender<'s> {
 impl Sender<'_> {
     /// [`crate::UdpSocket::send`].
     pub(crate) fn send(&self, t: &Transmit<'_>) -> io::Result<()> {
-        check(t, self.family, self.max_payload)?;
+        let src = check(t, self.family, self.max_payload)?;
         let dst = self.family.sockaddr(t.destination);
         let seg = t.effective_segment_size();
         let count = t.datagram_count();
@@ -228,6 +256,7 @@ impl Sender<'_> {
                 dst: &dst,
                 contents: t.contents,
                 segment_size: None,
+                src,
             };
             sys::send_one(self.sock, self.counters, &msg)?;
             self.counters.sent(1, t.contents.len());
@@ -240,17 +269,20 @@ impl Sender<'_> {
                 dst: &dst,
                 contents: t.contents,
                 segment_size: Some(segment),
+                src,
             };
             match sys::send_one(self.sock, self.counters, &msg) {
                 Ok(()) => {
                     self.counters.sent(count, t.contents.len());
                     return Ok(());
                 }
-                Err(e) if is_gso_refusal(&e) => return self.fall_back(&dst, t.contents, seg, &e),
+                Err(e) if is_gso_refusal(&e) => {
+                    return self.fall_back(&dst, src, t.contents, seg, &e)
+                }
                 Err(e) => return Err(e),
             }
         }
-        send_split(self.sock, self.counters, &dst, t.contents, seg, 0)
+        send_split(self.sock, self.counters, &dst, src, t.contents, seg, 0)
     }
 
     /// A GSO send failed with `EIO`/`EINVAL`. We first send the first segment on its own: if that
@@ -259,6 +291,7 @@ impl Sender<'_> {
     fn fall_back(
         &self,
         dst: &SockAddr,
+        src: Option<IpAddr>,
         contents: &[u8],
         seg: usize,
         cause: &io::Error,
@@ -268,6 +301,7 @@ impl Sender<'_> {
             dst,
             contents: first,
             segment_size: None,
+            src,
         };
         sys::send_one(self.sock, self.counters, &msg)?;
         self.counters.sent(1, first.len());
@@ -275,7 +309,7 @@ impl Sender<'_> {
             self.counters.gso_fallback();
             warn!(error = %cause, "GSO send refused by the kernel; GSO is now off for this socket");
         }
-        send_split(self.sock, self.counters, dst, contents, seg, 1)
+        send_split(self.sock, self.counters, dst, src, contents, seg, 1)
     }
 
     /// [`crate::DatagramSocket::send_batch_gather`]. With GSO on, one `sendmmsg` whose messages
@@ -292,6 +326,7 @@ impl Sender<'_> {
                 destination: t.destination,
                 contents: &bytes,
                 segment_size: t.segment_size,
+                src_ip: t.src_ip,
             })
         };
         if self.gso_segments.load(Relaxed) <= 1 || ts.iter().any(|t| t.parts.len() > 1024) {
@@ -305,6 +340,7 @@ impl Sender<'_> {
         let mut counts = [0usize; BATCH];
         let mut lens = [0usize; BATCH];
         let mut segs = [None; BATCH];
+        let mut srcs = [None; BATCH];
         for (i, t) in ts.iter().enumerate() {
             let len = t.len();
             let seg = match t.segment_size {
@@ -312,7 +348,14 @@ impl Sender<'_> {
                 _ => len,
             };
             let count = crate::datagram::segment_count(len, seg);
-            check_shape(t.destination, len, count, self.family, self.max_payload)?;
+            srcs[i] = check_shape(
+                t.destination,
+                t.src_ip,
+                len,
+                count,
+                self.family,
+                self.max_payload,
+            )?;
             counts[i] = count;
             lens[i] = len;
             // check_shape() bounded trains below 65,536 bytes: the conversion cannot fail.
@@ -330,12 +373,14 @@ impl Sender<'_> {
             dst: &addrs[0],
             parts: &[],
             segment_size: None,
+            src: None,
         }; BATCH];
         for (i, t) in ts.iter().enumerate() {
             msgs[i] = OutMsgGather {
                 dst: &addrs[i],
                 parts: t.parts,
                 segment_size: segs[i],
+                src: srcs[i],
             };
         }
         let batch = msgs.get(..ts.len()).unwrap_or(&[]);
@@ -362,8 +407,9 @@ impl Sender<'_> {
         let Some(first) = ts.first() else {
             return Ok(0);
         };
-        for t in ts {
-            check(t, self.family, self.max_payload)?;
+        let mut srcs = [None; BATCH];
+        for (src, t) in srcs.iter_mut().zip(ts) {
+            *src = check(t, self.family, self.max_payload)?;
         }
         let gso_on = self.gso_segments.load(Relaxed) > 1;
         if !gso_on && ts.iter().any(|t| t.datagram_count() > 1) {
@@ -383,11 +429,13 @@ impl Sender<'_> {
             dst: &addrs[0],
             contents: &[],
             segment_size: None,
+            src: None,
         }; BATCH];
-        for ((slot, t), dst) in msgs.iter_mut().zip(ts).zip(&addrs) {
+        for (((slot, t), dst), &src) in msgs.iter_mut().zip(ts).zip(&addrs).zip(&srcs) {
             let seg = t.effective_segment_size();
             *slot = OutMsg {
                 dst,
+                src,
                 contents: t.contents,
                 // check() bounded trains below 65,536 bytes; a failed conversion cannot happen.
                 segment_size: if t.datagram_count() > 1 {

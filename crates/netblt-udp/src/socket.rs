@@ -35,6 +35,7 @@ pub trait DatagramSocket {
                 destination: t.destination,
                 contents: &bytes,
                 segment_size: t.segment_size,
+                src_ip: t.src_ip,
             };
             if let Err(e) = self.send(&one) {
                 return if i == 0 { Err(e) } else { Ok(i) };

@@ -31,7 +31,12 @@ use crate::{
 /// let tx = UdpSocket::bind("127.0.0.1:0".parse()?, &cfg)?;
 /// // Three 100-byte datagrams in one syscall when GSO works.
 /// let data = [7u8; 300];
-/// tx.send(&Transmit { destination: rx.local_addr()?, contents: &data, segment_size: Some(100) })?;
+/// tx.send(&Transmit {
+///     destination: rx.local_addr()?,
+///     contents: &data,
+///     segment_size: Some(100),
+///     src_ip: None,
+/// })?;
 ///
 /// let mut storage = vec![0u8; netblt_udp::MAX_DATAGRAM_BUFFER];
 /// let mut bufs = [IoSliceMut::new(&mut storage)];
@@ -83,6 +88,11 @@ impl UdpSocket {
         let granted = apply_buffers(&socket, cfg);
         let gso = cfg.gso && sys::probe_gso(&socket);
         let gro = cfg.gro && sys::enable_gro(&socket);
+        // A wildcard socket receives for every local address: learn each datagram's, so that
+        // answers can leave from it (RecvMeta::dst_ip, Transmit::src_ip).
+        let pktinfo = cfg.pktinfo
+            && addr.ip().is_unspecified()
+            && sys::enable_pktinfo(&socket, !v6 || dual, v6);
         socket.bind(&addr.into())?;
         let this = UdpSocket {
             socket,
@@ -94,7 +104,7 @@ impl UdpSocket {
         };
         debug!(
             local = ?this.local_addr().ok(),
-            gso, gro, dual,
+            gso, gro, dual, pktinfo,
             recv_buffer = granted.0,
             send_buffer = granted.1,
             "UDP socket bound"
@@ -152,8 +162,12 @@ impl UdpSocket {
     ///   transmit after [`UdpSocket::wait`]. Once part of a split train is out, `send` waits for
     ///   space itself (up to 1 s, then `TimedOut`); any error after part of a train went out
     ///   leaves the sent part sent (and counted in [`UdpSocket::stats`]).
-    /// * `InvalidInput` before any syscall for a destination of the other address family, more
-    ///   than [`crate::MAX_SEGMENTS`] segments, or a train longer than one UDP datagram may be.
+    /// * `InvalidInput` before any syscall for a destination of the other address family, a
+    ///   [`Transmit::src_ip`] of another family than the destination, more than
+    ///   [`crate::MAX_SEGMENTS`] segments, or a train longer than one UDP datagram may be.
+    /// * With [`Transmit::src_ip`] set, an `IP_PKTINFO`/`IPV6_PKTINFO` control message beside
+    ///   the `UDP_SEGMENT` one makes the datagrams leave from that address; one that is not (or
+    ///   no longer) local fails as the kernel says (`EINVAL`, `EADDRNOTAVAIL`).
     pub fn send(&self, t: &Transmit<'_>) -> io::Result<()> {
         self.sender().send(t)
     }
@@ -179,6 +193,7 @@ impl UdpSocket {
         for m in meta.iter_mut().take(n) {
             if self.family == Family::Dual {
                 m.addr = canonical(m.addr);
+                m.dst_ip = m.dst_ip.map(|ip| ip.to_canonical());
             }
             self.counters.received(m.datagram_count(), m.len);
             if m.truncated {

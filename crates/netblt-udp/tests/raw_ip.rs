@@ -76,6 +76,7 @@ fn round_trip(rx: &RawIpSocket, tx: &RawIpSocket, test: u8) {
             destination: dst,
             contents: m,
             segment_size: None,
+            src_ip: None,
         })
         .expect("send");
     }
@@ -91,6 +92,7 @@ fn round_trip(rx: &RawIpSocket, tx: &RawIpSocket, test: u8) {
         destination: dst,
         contents: &train,
         segment_size: Some(seg),
+        src_ip: None,
     })
     .expect("send train");
 
@@ -143,6 +145,7 @@ fn raw_ipv4_truncation_is_reported() {
             destination: dst,
             contents: &data,
             segment_size: None,
+            src_ip: None,
         })
         .expect("send");
     }

@@ -41,6 +41,7 @@ fn round_trip<S: DatagramSocket>(tx: &S, rx: &S) {
             destination: dst,
             contents: m,
             segment_size: None,
+            src_ip: None,
         })
         .expect("send");
     }
@@ -82,6 +83,7 @@ fn dual_stack_takes_both_families_and_shows_ipv4_as_ipv4() {
             destination: dst,
             contents: &data,
             segment_size: Some(1000),
+            src_ip: None,
         })
         .expect("send");
         let got = recv_n(&rx, 11);
@@ -94,6 +96,7 @@ fn dual_stack_takes_both_families_and_shows_ipv4_as_ipv4() {
             destination: from,
             contents: &data,
             segment_size: Some(1000),
+            src_ip: None,
         })
         .expect("answer");
         let back = recv_n(tx, 11);
@@ -107,6 +110,7 @@ fn dual_stack_takes_both_families_and_shows_ipv4_as_ipv4() {
             destination: addr("127.0.0.1:9"),
             contents: b"x",
             segment_size: None,
+            src_ip: None,
         })
         .expect_err("an IPv4 destination on an IPv6-only socket");
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
@@ -116,6 +120,7 @@ fn dual_stack_takes_both_families_and_shows_ipv4_as_ipv4() {
             destination: addr("127.0.0.1:9"),
             contents: b"x",
             segment_size: None,
+            src_ip: None,
         })
         .is_err());
 }
@@ -152,6 +157,7 @@ fn gso_train_arrives_as_separate_datagrams_without_gro() {
         destination: rx.local_addr().expect("addr"),
         contents: &data,
         segment_size: Some(1000),
+        src_ip: None,
     })
     .expect("send");
     let got = recv_n(&rx, 11);
@@ -174,6 +180,7 @@ fn gso_train_arrives_coalesced_with_gro() {
         destination: rx.local_addr().expect("addr"),
         contents: &data,
         segment_size: Some(1000),
+        src_ip: None,
     })
     .expect("send");
     let got = recv_n(&rx, 11);
@@ -197,6 +204,7 @@ fn ipv6_gso_with_gro() {
         destination: rx.local_addr().expect("addr"),
         contents: &data,
         segment_size: Some(1000),
+        src_ip: None,
     })
     .expect("send");
     let got = recv_n(&rx, 64);
@@ -217,6 +225,7 @@ fn gso_off_by_config_still_sends_every_segment() {
         destination: rx.local_addr().expect("addr"),
         contents: &data,
         segment_size: Some(500),
+        src_ip: None,
     })
     .expect("send");
     let got = recv_n(&rx, 40);
@@ -258,6 +267,7 @@ fn gso_failure_at_run_time_falls_back_for_good() {
         destination: dst,
         contents: &data,
         segment_size: Some(1000),
+        src_ip: None,
     })
     .expect("send falls back instead of failing");
     assert_eq!(tx.max_gso_segments(), 1, "GSO is off for good");
@@ -275,6 +285,7 @@ fn gso_failure_at_run_time_falls_back_for_good() {
         destination: dst,
         contents: &more,
         segment_size: Some(1000),
+        src_ip: None,
     })
     .expect("send");
     let got = recv_n(&rx, 5);
@@ -295,18 +306,21 @@ fn caller_mistakes_are_invalid_input_and_keep_gso() {
             destination: addr("[::1]:9"),
             contents: &data[..10],
             segment_size: None,
+            src_ip: None,
         },
         // More segments than any kernel accepts.
         Transmit {
             destination: addr("127.0.0.1:9"),
             contents: &data[..(MAX_SEGMENTS + 1) * 10],
             segment_size: Some(10),
+            src_ip: None,
         },
         // A train longer than one UDP datagram.
         Transmit {
             destination: addr("127.0.0.1:9"),
             contents: &data[..65_508],
             segment_size: Some(1_500),
+            src_ip: None,
         },
     ];
     for t in &cases {
@@ -333,11 +347,13 @@ fn send_batch_puts_two_trains_in_one_syscall() {
             destination: dst,
             contents: &a,
             segment_size: Some(1400),
+            src_ip: None,
         },
         Transmit {
             destination: dst,
             contents: &b,
             segment_size: Some(1400),
+            src_ip: None,
         },
     ];
     let mut sent = 0;
@@ -363,6 +379,7 @@ fn too_small_buffers_report_truncation() {
         destination: dst,
         contents: &data,
         segment_size: None,
+        src_ip: None,
     })
     .expect("send");
     rx.wait(true, false, Some(Duration::from_secs(5)))
@@ -385,6 +402,7 @@ fn too_small_buffers_report_truncation() {
         destination: dst,
         contents: &data,
         segment_size: None,
+        src_ip: None,
     })
     .expect("send");
     rx.wait(true, false, Some(Duration::from_secs(5)))
@@ -405,6 +423,7 @@ fn gro_train_into_small_buffer_is_truncated_not_a_panic() {
         destination: rx.local_addr().expect("addr"),
         contents: &data,
         segment_size: Some(1000),
+        src_ip: None,
     })
     .expect("send");
     rx.wait(true, false, Some(Duration::from_secs(5)))
@@ -454,6 +473,7 @@ fn wait_times_out_then_sees_data() {
         destination: rx.local_addr().expect("addr"),
         contents: b"x",
         segment_size: None,
+        src_ip: None,
     })
     .expect("send");
     let r = rx.wait(true, false, None).expect("wait");
@@ -485,6 +505,7 @@ fn batch_constant_bounds_one_recv() {
             destination: dst,
             contents: &pattern(i as u8, 10),
             segment_size: None,
+            src_ip: None,
         })
         .expect("send");
     }
@@ -537,6 +558,7 @@ fn gathered_train_arrives_as_its_concatenation() {
             destination: rx.local_addr().expect("addr"),
             parts: &parts,
             segment_size: Some(1000),
+            src_ip: None,
         };
         assert_eq!(t.len(), 3 * 1000 + 526);
         assert_eq!(tx.send_batch_gather(&[t, t]).expect("send"), 2);

@@ -1,4 +1,7 @@
-//! Portable path: one `send_to` and one `recv_from` per datagram, no GSO, no GRO.
+//! Portable path: one `send_to` and one `recv_from` per datagram, no GSO, no GRO, no PKTINFO:
+//! [`RecvMeta::dst_ip`] is always `None` and a send's source address ([`crate::Transmit::src_ip`])
+//! is ignored, so the kernel's routing chooses it (a wildcard-bound server on a host with several
+//! addresses may then answer from another address than the one it was called on).
 //!
 //! Used off Linux, and on Linux with the `portable` feature so that it is exercised by the same
 //! tests. Same functions as `linux.rs`; `send_many` loops, so it costs one syscall per message.
@@ -27,6 +30,11 @@ pub(crate) fn enable_gro(_sock: &Socket) -> bool {
     false
 }
 
+/// No destination addresses here (see the module docs).
+pub(crate) fn enable_pktinfo(_sock: &Socket, _v4: bool, _v6: bool) -> bool {
+    false
+}
+
 pub(crate) fn set_buffer_forced(_sock: &Socket, _recv: bool, _size: usize) -> io::Result<()> {
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
@@ -34,7 +42,8 @@ pub(crate) fn set_buffer_forced(_sock: &Socket, _recv: bool, _size: usize) -> io
     ))
 }
 
-/// One `send_to`. A GSO segment size cannot reach this path (GSO is never enabled here).
+/// One `send_to`. A GSO segment size cannot reach this path (GSO is never enabled here); the
+/// source address is ignored.
 pub(crate) fn send_one(sock: &Socket, counters: &Counters, msg: &OutMsg<'_>) -> io::Result<()> {
     if msg.segment_size.is_some() {
         return Err(io::Error::new(
@@ -42,6 +51,8 @@ pub(crate) fn send_one(sock: &Socket, counters: &Counters, msg: &OutMsg<'_>) -> 
             "GSO is not available on this platform",
         ));
     }
+    // No portable way to choose the source: the kernel's routing does (see the module docs).
+    let _ = msg.src;
     loop {
         counters.send_syscall();
         match sock.send_to(msg.contents, msg.dst) {
@@ -72,6 +83,7 @@ pub(crate) fn send_many_gather(
             dst: msg.dst,
             contents: &bytes,
             segment_size: msg.segment_size,
+            src: msg.src,
         };
         if let Err(e) = send_one(sock, counters, &one) {
             return if i == 0 { Err(e) } else { Ok(i) };
@@ -119,6 +131,7 @@ pub(crate) fn recv_many(
                     len,
                     stride: len,
                     truncated: flags.is_truncated(),
+                    dst_ip: None,
                 };
                 return Ok(1);
             }

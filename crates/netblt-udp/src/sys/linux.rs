@@ -1,5 +1,6 @@
 //! Linux fast path: `sendmsg` with a `UDP_SEGMENT` control message, `sendmmsg`, `recvmmsg` with
-//! `UDP_GRO`, `ppoll` and `clock_nanosleep`.
+//! `UDP_GRO`, `ppoll` and `clock_nanosleep`; `IP_PKTINFO`/`IPV6_PKTINFO` to learn a datagram's
+//! destination and to choose a send's source address.
 //!
 //! Every array the kernel reads or writes (`mmsghdr`, `iovec`, address storage, control-message
 //! space) lives on the stack, sized for [`BATCH`] messages: no allocation per datagram.
@@ -7,7 +8,7 @@
 use std::{
     io::{self, IoSliceMut},
     mem::{self, MaybeUninit},
-    net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6},
+    net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6},
     os::fd::AsRawFd,
     ptr,
     time::{Duration, Instant},
@@ -47,9 +48,28 @@ pub(crate) const GRO_SEGMENTS: usize = 64;
 
 // SAFETY: CMSG_SPACE is pure arithmetic on its argument.
 const GSO_CMSG_SPACE: usize = unsafe { libc::CMSG_SPACE(mem::size_of::<u16>() as u32) } as usize;
-/// Room for the `UDP_GRO` control message (an int) with slack; anything bigger sets `MSG_CTRUNC`,
-/// which we can ignore because we ask for nothing else.
-const RECV_CMSG_SPACE: usize = 64;
+// SAFETY: as above.
+const PKTINFO4_CMSG_SPACE: usize =
+    unsafe { libc::CMSG_SPACE(mem::size_of::<libc::in_pktinfo>() as u32) } as usize;
+// SAFETY: as above.
+const PKTINFO6_CMSG_SPACE: usize =
+    unsafe { libc::CMSG_SPACE(mem::size_of::<libc::in6_pktinfo>() as u32) } as usize;
+const PKTINFO_CMSG_SPACE: usize = if PKTINFO6_CMSG_SPACE > PKTINFO4_CMSG_SPACE {
+    PKTINFO6_CMSG_SPACE
+} else {
+    PKTINFO4_CMSG_SPACE
+};
+/// Room for what one send may carry: a `UDP_SEGMENT` and an `IP_PKTINFO` or `IPV6_PKTINFO`
+/// (24 + 40 bytes on 64-bit Linux).
+const SEND_CMSG_SPACE: usize = GSO_CMSG_SPACE + PKTINFO_CMSG_SPACE;
+// SAFETY: as above.
+const GRO_CMSG_SPACE: usize =
+    unsafe { libc::CMSG_SPACE(mem::size_of::<libc::c_int>() as u32) } as usize;
+/// Room for everything we ask the kernel for on receive: `UDP_GRO` (an int) and the
+/// destination (`IP_PKTINFO`, or `IPV6_PKTINFO`; one of the two per datagram, both counted), 96
+/// bytes on 64-bit Linux. More would set `MSG_CTRUNC`; a cut message is never read (see
+/// [`decode_cmsgs`]), so the worst case is a missing stride or destination, not a wrong one.
+const RECV_CMSG_SPACE: usize = GRO_CMSG_SPACE + PKTINFO4_CMSG_SPACE + PKTINFO6_CMSG_SPACE;
 
 /// Control-message space with the alignment of `cmsghdr` (that of `size_t`).
 #[repr(C, align(8))]
@@ -91,6 +111,20 @@ pub(crate) fn enable_gro(sock: &Socket) -> bool {
     setsockopt_int(sock, SOL_UDP, UDP_GRO, 1).is_ok()
 }
 
+/// Asks for each datagram's destination address: `IP_PKTINFO` for IPv4 (on a dual-stack IPv6
+/// socket too, where IPv4 peers' datagrams carry IPv4 control messages), `IPV6_RECVPKTINFO` for
+/// IPv6. True when every option asked for was accepted.
+pub(crate) fn enable_pktinfo(sock: &Socket, v4: bool, v6: bool) -> bool {
+    let mut ok = true;
+    if v4 {
+        ok &= setsockopt_int(sock, libc::IPPROTO_IP, libc::IP_PKTINFO, 1).is_ok();
+    }
+    if v6 {
+        ok &= setsockopt_int(sock, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1).is_ok();
+    }
+    ok
+}
+
 /// `SO_RCVBUFFORCE`/`SO_SNDBUFFORCE`: ignore `net.core.{r,w}mem_max` (needs `CAP_NET_ADMIN`).
 pub(crate) fn set_buffer_forced(sock: &Socket, recv: bool, size: usize) -> io::Result<()> {
     let name = if recv { SO_RCVBUFFORCE } else { SO_SNDBUFFORCE };
@@ -98,20 +132,73 @@ pub(crate) fn set_buffer_forced(sock: &Socket, recv: bool, size: usize) -> io::R
     setsockopt_int(sock, libc::SOL_SOCKET, name, value)
 }
 
-/// Points `hdr` at `ctrl` and writes one `UDP_SEGMENT` control message into it.
+/// Points `hdr` at `ctrl` and writes into it the control messages a send needs: `UDP_SEGMENT`
+/// for a GSO train, `IP_PKTINFO` or `IPV6_PKTINFO` for a chosen source address. Leaves `hdr`
+/// without control data when there is neither. `msg_controllen` is exactly the space used: the
+/// kernel reads every control message in it.
 ///
 /// # Safety
 /// `ctrl` must outlive every use of `hdr`.
-unsafe fn encode_gso(hdr: &mut libc::msghdr, ctrl: &mut CmsgBuf<GSO_CMSG_SPACE>, segment: u16) {
-    hdr.msg_control = ctrl.0.as_mut_ptr().cast();
-    hdr.msg_controllen = GSO_CMSG_SPACE as _;
-    // SAFETY: msg_control points at GSO_CMSG_SPACE aligned bytes, room for one header + u16.
+unsafe fn encode_control(
+    hdr: &mut libc::msghdr,
+    ctrl: &mut CmsgBuf<SEND_CMSG_SPACE>,
+    segment: Option<u16>,
+    src: Option<IpAddr>,
+) {
+    let base = ctrl.0.as_mut_ptr();
+    let mut used = 0;
+    if let Some(segment) = segment {
+        // SAFETY: ctrl is aligned for cmsghdr and has room for GSO_CMSG_SPACE bytes at 0.
+        unsafe { put_cmsg(base, SOL_UDP, UDP_SEGMENT, segment) };
+        used += GSO_CMSG_SPACE;
+    }
+    match src {
+        Some(IpAddr::V4(ip)) => {
+            // ipi_spec_dst is the source: "the local address of the packet", ip(7); interface 0
+            // lets the route choose. Also on a dual-stack IPv6 socket, whose IPv4 sends honour
+            // the IPv4 control messages.
+            let info = libc::in_pktinfo {
+                ipi_ifindex: 0,
+                ipi_spec_dst: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(ip.octets()),
+                },
+                ipi_addr: libc::in_addr { s_addr: 0 },
+            };
+            // SAFETY: used is a multiple of the alignment; PKTINFO_CMSG_SPACE bytes remain.
+            unsafe { put_cmsg(base.add(used), libc::IPPROTO_IP, libc::IP_PKTINFO, info) };
+            used += PKTINFO4_CMSG_SPACE;
+        }
+        Some(IpAddr::V6(ip)) => {
+            let info = libc::in6_pktinfo {
+                ipi6_addr: libc::in6_addr {
+                    s6_addr: ip.octets(),
+                },
+                ipi6_ifindex: 0,
+            };
+            // SAFETY: as above.
+            unsafe { put_cmsg(base.add(used), libc::IPPROTO_IPV6, libc::IPV6_PKTINFO, info) };
+            used += PKTINFO6_CMSG_SPACE;
+        }
+        None => {}
+    }
+    if used > 0 {
+        hdr.msg_control = base.cast();
+        hdr.msg_controllen = used as _;
+    }
+}
+
+/// Writes one control message (header and `value`) at `at`.
+///
+/// # Safety
+/// `at` must be aligned for `cmsghdr` and have `CMSG_SPACE(size_of::<T>())` writable bytes.
+unsafe fn put_cmsg<T: Copy>(at: *mut u8, level: libc::c_int, kind: libc::c_int, value: T) {
+    let cmsg = at.cast::<libc::cmsghdr>();
+    // SAFETY: the caller gives room for the header and the data after it.
     unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(hdr);
-        (*cmsg).cmsg_level = SOL_UDP;
-        (*cmsg).cmsg_type = UDP_SEGMENT;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(mem::size_of::<u16>() as u32) as _;
-        ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), segment);
+        (*cmsg).cmsg_level = level;
+        (*cmsg).cmsg_type = kind;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(mem::size_of::<T>() as u32) as _;
+        ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<T>(), value);
     }
 }
 
@@ -126,17 +213,15 @@ fn iovec_of(contents: &[u8]) -> libc::iovec {
 /// One `sendmsg` (retried on `EINTR`). UDP and raw sends are all-or-nothing.
 pub(crate) fn send_one(sock: &Socket, counters: &Counters, msg: &OutMsg<'_>) -> io::Result<()> {
     let mut iov = iovec_of(msg.contents);
-    let mut ctrl = CmsgBuf([0u8; GSO_CMSG_SPACE]);
+    let mut ctrl = CmsgBuf([0u8; SEND_CMSG_SPACE]);
     // SAFETY: an all-zero msghdr is a valid "nothing" value.
     let mut hdr: libc::msghdr = unsafe { mem::zeroed() };
     hdr.msg_name = msg.dst.as_ptr() as *mut libc::c_void;
     hdr.msg_namelen = msg.dst.len();
     hdr.msg_iov = &mut iov;
     hdr.msg_iovlen = 1;
-    if let Some(segment) = msg.segment_size {
-        // SAFETY: ctrl lives until the end of this function, past the syscall.
-        unsafe { encode_gso(&mut hdr, &mut ctrl, segment) };
-    }
+    // SAFETY: ctrl lives until the end of this function, past the syscall.
+    unsafe { encode_control(&mut hdr, &mut ctrl, msg.segment_size, msg.src) };
     loop {
         counters.send_syscall();
         // SAFETY: hdr points at live iov, address and control buffers.
@@ -164,7 +249,7 @@ pub(crate) fn send_many_gather(
     if n == 0 {
         return Ok(0);
     }
-    let mut ctrls = [CmsgBuf([0u8; GSO_CMSG_SPACE]); BATCH];
+    let mut ctrls = [CmsgBuf([0u8; SEND_CMSG_SPACE]); BATCH];
     // SAFETY: all-zero mmsghdrs are valid empty headers.
     let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { mem::zeroed() };
     for (i, msg) in msgs.iter().take(n).enumerate() {
@@ -174,10 +259,8 @@ pub(crate) fn send_many_gather(
         // The kernel only reads through these pointers on send.
         hdr.msg_iov = msg.parts.as_ptr() as *mut libc::iovec;
         hdr.msg_iovlen = msg.parts.len();
-        if let Some(segment) = msg.segment_size {
-            // SAFETY: ctrls outlives the syscall below.
-            unsafe { encode_gso(hdr, &mut ctrls[i], segment) };
-        }
+        // SAFETY: ctrls outlives the syscall below.
+        unsafe { encode_control(hdr, &mut ctrls[i], msg.segment_size, msg.src) };
     }
     sendmmsg_retrying(sock, counters, &mut hdrs[..n])
 }
@@ -229,7 +312,7 @@ pub(crate) fn send_many(
         iov_base: ptr::null_mut(),
         iov_len: 0,
     }; BATCH];
-    let mut ctrls = [CmsgBuf([0u8; GSO_CMSG_SPACE]); BATCH];
+    let mut ctrls = [CmsgBuf([0u8; SEND_CMSG_SPACE]); BATCH];
     // SAFETY: all-zero mmsghdrs are valid empty headers.
     let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { mem::zeroed() };
     for (i, msg) in msgs.iter().take(n).enumerate() {
@@ -239,10 +322,8 @@ pub(crate) fn send_many(
         hdr.msg_namelen = msg.dst.len();
         hdr.msg_iov = &mut iovs[i];
         hdr.msg_iovlen = 1;
-        if let Some(segment) = msg.segment_size {
-            // SAFETY: ctrls outlives the syscall below.
-            unsafe { encode_gso(hdr, &mut ctrls[i], segment) };
-        }
+        // SAFETY: ctrls outlives the syscall below.
+        unsafe { encode_control(hdr, &mut ctrls[i], msg.segment_size, msg.src) };
     }
     sendmmsg_retrying(sock, counters, &mut hdrs[..n])
 }
@@ -276,20 +357,44 @@ fn decode_addr(storage: &libc::sockaddr_storage) -> SocketAddr {
     }
 }
 
-/// Reads the `UDP_GRO` segment size from a received header's control messages, if any.
-fn gro_stride(hdr: &libc::msghdr) -> Option<usize> {
-    // SAFETY: the kernel filled msg_control/msg_controllen; the CMSG_* walkers stay inside them.
+/// What a received header's control messages say: the `UDP_GRO` segment size and the
+/// destination address (`IP_PKTINFO`'s `ipi_addr`, `IPV6_PKTINFO`'s `ipi6_addr`).
+///
+/// A message whose length does not cover its data (the kernel cuts the last one that does not
+/// fit, setting `MSG_CTRUNC`) is skipped, so a cut buffer yields `None`s, never garbage.
+fn decode_cmsgs(hdr: &libc::msghdr) -> (Option<usize>, Option<IpAddr>) {
+    let mut stride = None;
+    let mut dst = None;
+    // SAFETY: the kernel filled msg_control/msg_controllen; the CMSG_* walkers stay inside them,
+    // and each read is of a message whose cmsg_len covers the type read.
     unsafe {
         let mut cmsg = libc::CMSG_FIRSTHDR(hdr);
         while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == SOL_UDP && (*cmsg).cmsg_type == UDP_GRO {
-                let v = ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
-                return usize::try_from(v).ok().filter(|&s| s > 0);
+            let len = (*cmsg).cmsg_len as usize;
+            let fits = |n: usize| len >= libc::CMSG_LEN(n as u32) as usize;
+            let data = libc::CMSG_DATA(cmsg);
+            match ((*cmsg).cmsg_level, (*cmsg).cmsg_type) {
+                (SOL_UDP, UDP_GRO) if fits(mem::size_of::<libc::c_int>()) => {
+                    let v = ptr::read_unaligned(data.cast::<libc::c_int>());
+                    stride = usize::try_from(v).ok().filter(|&s| s > 0);
+                }
+                (libc::IPPROTO_IP, libc::IP_PKTINFO) if fits(mem::size_of::<libc::in_pktinfo>()) => {
+                    let info = ptr::read_unaligned(data.cast::<libc::in_pktinfo>());
+                    let ip = Ipv4Addr::from(info.ipi_addr.s_addr.to_ne_bytes());
+                    dst = Some(IpAddr::V4(ip));
+                }
+                (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO)
+                    if fits(mem::size_of::<libc::in6_pktinfo>()) =>
+                {
+                    let info = ptr::read_unaligned(data.cast::<libc::in6_pktinfo>());
+                    dst = Some(IpAddr::V6(Ipv6Addr::from(info.ipi6_addr.s6_addr)));
+                }
+                _ => {}
             }
             cmsg = libc::CMSG_NXTHDR(hdr, cmsg);
         }
     }
-    None
+    (stride, dst)
 }
 
 /// One `recvmmsg` into up to [`BATCH`] buffers; fills `meta` and returns how many were filled.
@@ -347,12 +452,13 @@ pub(crate) fn recv_many(
         // the buffer anyway so that no later slice can go out of bounds.
         let len = (hdrs[i].msg_len as usize).min(bufs[i].len());
         let truncated = hdr.msg_flags & libc::MSG_TRUNC != 0;
-        let stride = gro_stride(hdr).unwrap_or(len);
+        let (stride, dst_ip) = decode_cmsgs(hdr);
         meta[i] = RecvMeta {
             addr,
             len,
-            stride,
+            stride: stride.unwrap_or(len),
             truncated,
+            dst_ip,
         };
     }
     Ok(count)
@@ -466,4 +572,76 @@ pub(crate) fn path_mtu(sock: &Socket, v6: bool) -> io::Result<usize> {
         return Err(io::Error::last_os_error());
     }
     usize::try_from(mtu).map_err(|_| io::Error::other("negative MTU"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A received header over `ctrl`'s first `len` bytes, as the kernel leaves it.
+    fn header(ctrl: &mut CmsgBuf<RECV_CMSG_SPACE>, len: usize) -> libc::msghdr {
+        // SAFETY: an all-zero msghdr is a valid "nothing" value.
+        let mut hdr: libc::msghdr = unsafe { mem::zeroed() };
+        hdr.msg_control = ctrl.0.as_mut_ptr().cast();
+        hdr.msg_controllen = len as _;
+        hdr
+    }
+
+    #[test]
+    fn control_messages_give_stride_and_destination() {
+        let mut ctrl = CmsgBuf([0u8; RECV_CMSG_SPACE]);
+        let base = ctrl.0.as_mut_ptr();
+        let info = libc::in_pktinfo {
+            ipi_ifindex: 1,
+            ipi_spec_dst: libc::in_addr {
+                s_addr: u32::from_ne_bytes([127, 0, 0, 1]),
+            },
+            ipi_addr: libc::in_addr {
+                s_addr: u32::from_ne_bytes([127, 0, 0, 2]),
+            },
+        };
+        // SAFETY: both messages fit in the aligned buffer.
+        unsafe {
+            put_cmsg(base, SOL_UDP, UDP_GRO, 1400 as libc::c_int);
+            put_cmsg(
+                base.add(GRO_CMSG_SPACE),
+                libc::IPPROTO_IP,
+                libc::IP_PKTINFO,
+                info,
+            );
+        }
+        let hdr = header(&mut ctrl, GRO_CMSG_SPACE + PKTINFO4_CMSG_SPACE);
+        assert_eq!(
+            decode_cmsgs(&hdr),
+            (Some(1400), Some(IpAddr::from([127, 0, 0, 2])))
+        );
+    }
+
+    #[test]
+    fn a_cut_control_message_is_not_read() {
+        // MSG_CTRUNC: the kernel wrote the IPv6 message's header with a cmsg_len that covers
+        // only what fit. The stride before it is good; the destination is unknown, not garbage.
+        let mut ctrl = CmsgBuf([0u8; RECV_CMSG_SPACE]);
+        let base = ctrl.0.as_mut_ptr();
+        let info = libc::in6_pktinfo {
+            ipi6_addr: libc::in6_addr {
+                s6_addr: [0xfd; 16],
+            },
+            ipi6_ifindex: 1,
+        };
+        let room = GRO_CMSG_SPACE + 24;
+        // SAFETY: as above; the second message is then cut to what `room` leaves.
+        unsafe {
+            put_cmsg(base, SOL_UDP, UDP_GRO, 1200 as libc::c_int);
+            let cut = base.add(GRO_CMSG_SPACE);
+            put_cmsg(cut, libc::IPPROTO_IPV6, libc::IPV6_PKTINFO, info);
+            (*cut.cast::<libc::cmsghdr>()).cmsg_len = (room - GRO_CMSG_SPACE) as _;
+        }
+        let mut hdr = header(&mut ctrl, room);
+        hdr.msg_flags = libc::MSG_CTRUNC;
+        assert_eq!(decode_cmsgs(&hdr), (Some(1200), None));
+        // Nothing at all: neither.
+        let hdr = header(&mut ctrl, 0);
+        assert_eq!(decode_cmsgs(&hdr), (None, None));
+    }
 }

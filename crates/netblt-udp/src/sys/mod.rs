@@ -5,6 +5,8 @@
 //! datagram). Both offer the same `pub(crate)` functions, chosen as quinn-udp does with `#[path]`.
 //! The `portable` feature selects the fallback on Linux too, so that it is built and tested here.
 
+use std::net::IpAddr;
+
 use socket2::SockAddr;
 
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
@@ -24,6 +26,9 @@ pub(crate) struct OutMsg<'a> {
     pub(crate) contents: &'a [u8],
     /// Set only when the contents really are longer than one segment and GSO is in use.
     pub(crate) segment_size: Option<u16>,
+    /// Source address (`IP_PKTINFO`/`IPV6_PKTINFO`), already checked against the destination's
+    /// family by `send.rs`; never unspecified.
+    pub(crate) src: Option<IpAddr>,
 }
 
 /// A GSO train (or one datagram) whose contents are gathered from `parts` by the kernel.
@@ -32,4 +37,5 @@ pub(crate) struct OutMsgGather<'a> {
     pub(crate) dst: &'a SockAddr,
     pub(crate) parts: &'a [std::io::IoSlice<'a>],
     pub(crate) segment_size: Option<u16>,
+    pub(crate) src: Option<IpAddr>,
 }

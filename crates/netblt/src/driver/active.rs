@@ -174,15 +174,7 @@ pub(crate) fn run_active<A: Application>(
                     // Arrival time as the datagrams left the kernel, not the
                     // loop's start: the rate controller's round-trip
                     // samples are tens of microseconds on loopback.
-                    let arrived = clock.now();
-                    for (_, d) in rx.datagrams_mut() {
-                        match sec.as_mut().map(|s| s.incoming(d)) {
-                            None => conn.handle_datagram(arrived, d),
-                            Some(Rx::Pass(k)) => conn.handle_datagram(arrived, &d[..k]),
-                            Some(Rx::Owned(v)) => conn.handle_datagram(arrived, &v),
-                            Some(Rx::Drop) => {}
-                        }
-                    }
+                    feed(&mut rx, sec.as_mut(), &mut conn, clock.now());
                     drained = n < RxBuffers::CAPACITY;
                     if drained {
                         break;
@@ -236,7 +228,7 @@ pub(crate) fn run_active<A: Application>(
                     break;
                 };
                 slot.copy_from_slice(&b);
-                tx.commit(dest, Gathered::whole(b.len()));
+                tx.commit(dest, None, Gathered::whole(b.len()));
             }
             loop {
                 let mut full = true;
@@ -251,11 +243,11 @@ pub(crate) fn run_active<A: Application>(
                     };
                     match next {
                         Some(g) => match sec.as_mut() {
-                            None => tx.commit(dest, g),
+                            None => tx.commit(dest, None, g),
                             Some(sc) => {
                                 let payload = g.payload.and_then(|p| conn.payload(&p));
                                 if let Some(m) = sc.outgoing_gathered(slot, g, payload) {
-                                    tx.commit(dest, Gathered::whole(m));
+                                    tx.commit(dest, None, Gathered::whole(m));
                                 }
                             }
                         },
@@ -322,10 +314,36 @@ pub(crate) fn run_active<A: Application>(
     }
     let now = clock.now();
     if let Some(e) = net_error {
+        // A receiver that went away may have said why first: its ABORT can
+        // wait in the socket's queue behind the port unreachable a send
+        // returned (the kernel reports a pending error on the next send,
+        // queued datagrams on the next receive). Read what is queued before
+        // calling it a network failure: the peer's words, and its exit
+        // code, are better (resume.rs's `other_interruptions_say_how_to_resume`
+        // saw "port unreachable" now and then under load).
+        if !conn.is_closed() {
+            for _ in 0..MAX_RX_ROUNDS {
+                match rx.recv(s) {
+                    Ok(n) => {
+                        feed(&mut rx, sec.as_mut(), &mut conn, clock.now());
+                        if n < RxBuffers::CAPACITY {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        let peer_said = matches!(
+            conn.result(),
+            Some(Err(netblt_proto::ConnectionError::PeerAborted { .. }))
+        );
         if !conn.is_closed() {
             conn.abort(now, "network error");
         }
-        transfer.fail_locally(e);
+        if !peer_said {
+            transfer.fail_locally(e);
+        }
     }
     // Encrypted mode: a silent peer may be a receiver too old to answer.
     if let (Some(s), Some(Err(netblt_proto::ConnectionError::OpenTimeout { attempts }))) =
@@ -346,6 +364,24 @@ pub(crate) fn run_active<A: Application>(
         socket_drops: socket_drops(sock.raw_fd()),
         security: sec.as_ref().map(ActiveSecurity::report),
     })
+}
+
+/// Hands the datagrams `rx` holds to the connection, opened first in
+/// encrypted mode.
+fn feed(
+    rx: &mut RxBuffers,
+    mut sec: Option<&mut ActiveSecurity>,
+    conn: &mut Connection,
+    arrived: netblt_proto::Instant,
+) {
+    for (_, _, d) in rx.datagrams_mut() {
+        match sec.as_mut().map(|s| s.incoming(d)) {
+            None => conn.handle_datagram(arrived, d),
+            Some(Rx::Pass(k)) => conn.handle_datagram(arrived, &d[..k]),
+            Some(Rx::Owned(v)) => conn.handle_datagram(arrived, &v),
+            Some(Rx::Drop) => {}
+        }
+    }
 }
 
 /// A socket error as the transfer's failure, or `None` for a refused port

@@ -36,6 +36,7 @@
 
 pub(crate) mod active;
 pub(crate) mod clock;
+pub(crate) mod locals;
 pub(crate) mod meter;
 pub(crate) mod passive;
 pub(crate) mod poll;

@@ -11,6 +11,7 @@ use netblt_proto::{
 };
 
 use super::clock::Clock;
+use super::locals::{Locals, Trust};
 use super::poll::{wait, Waker};
 use super::rx::RxBuffers;
 use super::secure::passive::PassiveSecurity;
@@ -169,6 +170,9 @@ pub(crate) fn run_passive<S: Service>(
     let mut tx = TxQueue::new(s.max_gso_segments(), 65_507, sec.is_none());
     let mut rx = RxBuffers::new();
     let mut live: HashMap<usize, Live<S::App>> = HashMap::new();
+    // Per peer, the local address it called: answers leave from there
+    // (decision Z26; empty unless the socket is bound to a wildcard).
+    let mut locals = Locals::default();
     let mut gate = TimerGate::default();
     let mut want_write = false;
     let mut keep_going = true;
@@ -198,22 +202,36 @@ pub(crate) fn run_passive<S: Service>(
                     break;
                 }
             };
-            for (from, d) in rx.datagrams_mut() {
+            for (from, dst, d) in rx.datagrams_mut() {
+                let is_live = |a: &SocketAddr| live.values().any(|l| l.peer == *a);
                 let owned;
                 let d: &[u8] = match sec.as_mut() {
                     None => {
-                        if insecure_refusal(&mut tx, from, d) {
+                        locals.learn(from, dst, Trust::Update, is_live);
+                        if insecure_refusal(&mut tx, &mut locals, from, d) {
                             continue;
                         }
                         d
                     }
                     Some(sc) => match sc.incoming(std::time::Instant::now(), from, d) {
-                        Rx::Pass(k) => &d[..k],
+                        Rx::Pass(k) => {
+                            // Authenticated, unless too short for a
+                            // header (passed on for the engine to count).
+                            let trust = kind(&d[..k]).map_or(Trust::IfUnknown, |_| Trust::Update);
+                            locals.learn(from, dst, trust, is_live);
+                            &d[..k]
+                        }
                         Rx::Owned(v) => {
+                            locals.learn(from, dst, Trust::Update, is_live);
                             owned = v;
                             &owned
                         }
-                        Rx::Drop => continue,
+                        Rx::Drop => {
+                            // Perhaps answered (a cookie, a stored
+                            // RESPONSE) though not authenticated.
+                            locals.learn(from, dst, Trust::IfUnknown, is_live);
+                            continue;
+                        }
                     },
                 };
                 if let Some(sc) = sec.as_mut() {
@@ -336,7 +354,7 @@ pub(crate) fn run_passive<S: Service>(
                 };
                 if let Some(slot) = slot.get_mut(..b.len()) {
                     slot.copy_from_slice(&b);
-                    tx.commit(to, Gathered::whole(b.len()));
+                    tx.commit(to, locals.get(to), Gathered::whole(b.len()));
                 }
             }
             loop {
@@ -353,11 +371,11 @@ pub(crate) fn run_passive<S: Service>(
                     };
                     match next {
                         Some((to, g)) => match sec.as_mut() {
-                            None => tx.commit(to, g),
+                            None => tx.commit(to, locals.get(to), g),
                             Some(sc) => {
                                 let payload = g.payload.and_then(|p| ep.payload(&p));
                                 if let Some(m) = sc.outgoing_gathered(to, slot, g, payload) {
-                                    tx.commit(to, Gathered::whole(m));
+                                    tx.commit(to, locals.get(to), Gathered::whole(m));
                                 }
                             }
                         },
@@ -403,6 +421,9 @@ pub(crate) fn run_passive<S: Service>(
                 if let Some(sc) = sec.as_mut() {
                     sc.forget(l.peer, conn.remote_port());
                 }
+                if !live.values().any(|o| o.peer == l.peer) {
+                    locals.forget(l.peer);
+                }
                 keep_going &= service.finished(
                     l.transfer,
                     &conn,
@@ -447,7 +468,7 @@ pub(crate) fn run_passive<S: Service>(
 /// An `--insecure` receiver answers an encrypted OPEN (Version 2) with a
 /// plain REFUSED saying so, instead of dropping it as an unknown version
 /// and leaving the sender to time out. Returns whether it was one.
-fn insecure_refusal(tx: &mut TxQueue, from: SocketAddr, d: &[u8]) -> bool {
+fn insecure_refusal(tx: &mut TxQueue, locals: &mut Locals, from: SocketAddr, d: &[u8]) -> bool {
     if kind(d) != Some((PROTECTED, OPEN)) {
         return false;
     }
@@ -457,7 +478,7 @@ fn insecure_refusal(tx: &mut TxQueue, from: SocketAddr, d: &[u8]) -> bool {
     if r.len() <= 3 * d.len() {
         if let Some(slot) = tx.slot().and_then(|t| t.get_mut(..r.len())) {
             slot.copy_from_slice(&r);
-            tx.commit(from, Gathered::whole(r.len()));
+            tx.commit(from, locals.get(from), Gathered::whole(r.len()));
         }
     }
     true

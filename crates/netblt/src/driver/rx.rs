@@ -2,6 +2,7 @@
 //! 64 KiB, each holding one datagram or one GRO train, allocated once.
 
 use std::io::{self, IoSliceMut};
+use std::net::{IpAddr, SocketAddr};
 
 use netblt_udp::{DatagramSocket, RecvMeta, BATCH, MAX_DATAGRAM_BUFFER};
 
@@ -42,11 +43,12 @@ impl RxBuffers {
         }
     }
 
-    /// The datagrams of the last [`recv`](Self::recv), with their source,
-    /// writable (encrypted mode opens them in place).
+    /// The datagrams of the last [`recv`](Self::recv), with their source and
+    /// the local address they were sent to (when the socket can tell: see
+    /// `locals.rs`), writable (encrypted mode opens them in place).
     pub(crate) fn datagrams_mut(
         &mut self,
-    ) -> impl Iterator<Item = (std::net::SocketAddr, &mut [u8])> + '_ {
+    ) -> impl Iterator<Item = (SocketAddr, Option<IpAddr>, &mut [u8])> + '_ {
         let meta = &self.meta[..self.filled];
         self.storage
             .chunks_exact_mut(MAX_DATAGRAM_BUFFER)
@@ -54,8 +56,8 @@ impl RxBuffers {
             .flat_map(|(buf, m)| {
                 let len = m.len.min(buf.len());
                 let stride = if m.stride == 0 { len.max(1) } else { m.stride };
-                let addr = m.addr;
-                buf[..len].chunks_mut(stride).map(move |d| (addr, d))
+                let (addr, dst) = (m.addr, m.dst_ip);
+                buf[..len].chunks_mut(stride).map(move |d| (addr, dst, d))
             })
     }
 }

@@ -34,7 +34,8 @@ fn unspecified(v6: bool) -> IpAddr {
 impl NetSocket {
     /// Binds a listening socket (the passive end). Over UDP, `[::]` is
     /// dual-stack: IPv4 peers reach it too and are seen as IPv4 addresses
-    /// (decision F10).
+    /// (decision F10); a wildcard socket learns each datagram's destination
+    /// so that answers leave from it (decision Z26, `locals.rs`).
     pub(crate) fn listen(addr: SocketAddr, raw: bool) -> io::Result<NetSocket> {
         let cfg = SocketConfig {
             dual_stack: true,
@@ -56,7 +57,11 @@ impl NetSocket {
     /// `ECONNREFUSED`, which is how we tell "nothing listening" at once
     /// instead of after eight unanswered OPENs.
     pub(crate) fn connect(remote: SocketAddr, raw: bool) -> io::Result<NetSocket> {
-        let cfg = SocketConfig::default();
+        // Connected: its source address is fixed, nothing to learn per datagram.
+        let cfg = SocketConfig {
+            pktinfo: false,
+            ..SocketConfig::default()
+        };
         let local = SocketAddr::new(unspecified(remote.is_ipv6()), 0);
         if raw {
             return Ok(NetSocket::Raw(RawIpSocket::bind(

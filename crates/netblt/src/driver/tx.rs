@@ -21,7 +21,7 @@
 //! gathering mode allocates one vector of `iovec`s for the whole batch.
 
 use std::io::{self, IoSlice};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use netblt_proto::{Gathered, Payload};
 use netblt_udp::{DatagramSocket, GatherTransmit, Transmit, BATCH};
@@ -37,6 +37,8 @@ const ZEROS: [u8; 4] = [0; 4];
 #[derive(Debug, Clone, Copy)]
 struct Train {
     dest: SocketAddr,
+    /// The local address to send from (`None`: the kernel's choice); see `locals.rs`.
+    src: Option<IpAddr>,
     /// Bytes on the wire.
     len: usize,
     /// Bytes written into the train's region (all of `len` unless gathering).
@@ -151,8 +153,10 @@ impl TxQueue {
     }
 
     /// Records the datagram just written into [`slot`](Self::slot): `g.head`
-    /// bytes there, then its payload and padding if gathered.
-    pub(crate) fn commit(&mut self, dest: SocketAddr, g: Gathered) {
+    /// bytes there, then its payload and padding if gathered; it goes to
+    /// `dest`, from `src` if given (else from where the kernel's routing
+    /// says).
+    pub(crate) fn commit(&mut self, dest: SocketAddr, src: Option<IpAddr>, g: Gathered) {
         self.datagrams += 1;
         let n = g.len();
         let (i, off) = match std::mem::replace(&mut self.slot, Slot::None) {
@@ -163,7 +167,7 @@ impl TxQueue {
                     return;
                 };
                 let off = i * TRAIN_BYTES + t.written;
-                if t.dest == dest && n <= t.seg {
+                if t.dest == dest && t.src == src && n <= t.seg {
                     t.len += n;
                     t.written += g.head;
                     t.count += 1;
@@ -188,6 +192,7 @@ impl TxQueue {
         let parts = push_parts(&mut self.parts, off, g);
         self.trains.push(Train {
             dest,
+            src,
             len: n,
             written: g.head,
             seg: n,
@@ -239,6 +244,7 @@ impl TxQueue {
             destination: pending[0].dest,
             contents: &[],
             segment_size: None,
+            src_ip: None,
         }; TRAINS];
         for (k, t) in pending.iter().enumerate() {
             let off = (self.head + k) * TRAIN_BYTES;
@@ -246,6 +252,7 @@ impl TxQueue {
                 destination: t.dest,
                 contents: &self.buf[off..off + t.written],
                 segment_size: (t.count > 1).then_some(t.seg),
+                src_ip: t.src,
             };
         }
         sock.send_batch(&ts[..n])
@@ -312,6 +319,7 @@ impl TxQueue {
             destination: pending[0].dest,
             parts: &[],
             segment_size: None,
+            src_ip: None,
         }; TRAINS];
         let mut train_of = [0usize; TRAINS];
         let mut m = 0;
@@ -324,6 +332,7 @@ impl TxQueue {
                 destination: t.dest,
                 parts: &slices[a..b],
                 segment_size: seg,
+                src_ip: t.src,
             };
             train_of[m] = k;
             m += 1;
@@ -490,7 +499,7 @@ mod tests {
                     conn.poll_transmit(now, slot).map(Gathered::whole)
                 };
                 let Some(g) = g else { break };
-                q.commit(dest, g);
+                q.commit(dest, None, g);
                 any = true;
             }
             assert!(q.flush(&sock, &|p| conn.payload(p)).unwrap());
@@ -523,7 +532,7 @@ mod tests {
             let Some(g) = conn.poll_transmit_gather(now, slot) else {
                 break;
             };
-            q.commit(dest, g);
+            q.commit(dest, None, g);
             n += 1;
         }
         assert!(n > 3);
