@@ -337,3 +337,49 @@ fn slow_send(t: &std::path::Path, addr: &str, dst: &std::path::Path) -> std::pro
     assert!(wait_for(T, begun), "the bundle never began");
     send
 }
+
+/// F23: a receiver that stops answering while a large file goes (SIGSTOP):
+/// the file fails on the sender's death timer, and the command stops there
+/// (one line for the files not tried), instead of waiting out the OPEN
+/// timer (27 s) for each further large file and for the directories' pass.
+#[test]
+fn a_receiver_gone_silent_ends_the_command() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    tree(src.path(), 2 * MIB);
+    let t = src.path().join("t");
+    write(&t.join("zbig"), &data(2 * MIB, 6));
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
+    let send = spawn(
+        &[
+            "send",
+            t.to_str().unwrap(),
+            &r.addr,
+            "--resumable-min",
+            "1M",
+            "--policy",
+            "fixed",
+            "--rate",
+            "2M",
+            "--death-timer",
+            "2",
+        ],
+        Stdio::null(),
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    let part = dst.path().join("t/sub/.big.netblt-part");
+    assert!(wait_for(T, || part.exists()), "the large file never began");
+    signal(&r.child, SIGSTOP);
+    let o = send.wait_with_output().unwrap();
+    signal(&r.child, SIGCONT);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the receiver does not answer: 1 more file(s) not tried"),
+        "{err}"
+    );
+    // Neither the next file nor the directories' pass was opened.
+    assert!(!err.contains("OPEN") && !err.contains("zbig"), "{err}");
+    let _ = r.stop();
+}

@@ -250,7 +250,7 @@ pub fn run(a: SendArgs) -> anyhow::Result<i32> {
         let n = usize::from(a.parallel);
         return parallel(files, &remote, &opts, &a.common, n, ANY);
     }
-    one_by_one(files, &remote, &opts, &a.common, &bar, ANY)
+    one_by_one(files, &remote, &opts, &a.common, &bar, ANY).map(|(rc, _)| rc)
 }
 
 /// How each file of a list is sent: a path the user gave (a link followed)
@@ -276,26 +276,52 @@ fn one_by_one(
     common: &CommonFlags,
     bar: &crate::progress::Bar,
     send: SendOne,
-) -> anyhow::Result<i32> {
+) -> anyhow::Result<(i32, bool)> {
     let mut code = exit::OK;
     // The "why" line is for one transfer; with many files it would double
     // the output.
     let single = files.len() == 1;
-    for (path, name) in files {
+    let total = files.len();
+    for (i, (path, name)) in files.into_iter().enumerate() {
         let result = remote.run(|r| send(&path, &name, r, opts));
         bar.finish();
         let interrupted = stopped(&result);
+        let gone = receiver_gone(&result);
         let rc = finish_one(result, common, &name, single, Some(&path))?;
         if code == exit::OK {
             code = rc;
         }
         // Ctrl-C ends the command, not one file: every later file would
-        // have said "interrupted" too (236 lines, F18).
+        // have said "interrupted" too (236 lines, F18). A receiver that
+        // stopped answering would make each later file wait out its OPEN
+        // timer, 27 s each (F23).
         if interrupted {
             break;
         }
+        if gone {
+            let left = total - i - 1;
+            if left > 0 {
+                eprintln!("netblt: the receiver does not answer: {left} more file(s) not tried");
+            }
+            return Ok((code, true));
+        }
     }
-    Ok(code)
+    Ok((code, false))
+}
+
+/// The transfer failed because the receiver is gone or silent (its death
+/// timer, no answer to OPEN, nothing listening, the network): a next
+/// connection would only wait to fail too.
+fn receiver_gone(result: &Result<netblt::TransferReport, netblt::Error>) -> bool {
+    use netblt::ErrorKind as K;
+    let kind = match result {
+        Ok(_) => return false,
+        Err(e) => e.kind(),
+    };
+    matches!(
+        kind,
+        K::PeerSilent | K::ConnectTimeout | K::NothingListening | K::Network
+    )
 }
 
 /// How a directory send was split (F19): the size from which files go on
@@ -335,13 +361,14 @@ fn after_bundle(
     bar: &crate::progress::Bar,
     n: usize,
 ) -> anyhow::Result<i32> {
-    let rc = if n > 1 && large.len() > 1 {
+    let (rc, gone) = if n > 1 && large.len() > 1 {
         opts.progress = None;
-        parallel(large, remote, opts, common, n, WALKED)?
+        (parallel(large, remote, opts, common, n, WALKED)?, false)
     } else {
         one_by_one(large, remote, opts, common, bar, WALKED)?
     };
-    if interrupted(opts) {
+    // Nor the directories' pass for a receiver gone silent (F23).
+    if interrupted(opts) || gone {
         return Ok(rc);
     }
     let last = if bundle.files() > 0 {
