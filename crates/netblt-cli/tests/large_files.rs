@@ -383,3 +383,33 @@ fn a_receiver_gone_silent_ends_the_command() {
     assert!(!err.contains("OPEN") && !err.contains("zbig"), "{err}");
     let _ = r.stop();
 }
+
+/// F24: a receiver started with `--once` takes one transfer, and says so
+/// in its answer to the check of what it has: the sender keeps the large
+/// files in the bundle, which arrives whole. Before, the large file found
+/// nobody listening after the bundle (exit 4; the sparse 4 GiB file in
+/// bundle.rs, in CI).
+#[test]
+fn a_receiver_taking_one_transfer_gets_one_bundle() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let content = tree(src.path(), 2 * MIB);
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--once"]);
+    let t = src.path().join("t");
+    let rs = reports(&[
+        "send",
+        t.to_str().unwrap(),
+        &r.addr,
+        "--resumable-min",
+        "1M",
+        "--json",
+    ]);
+    assert_eq!(rs.len(), 1, "{rs:?}");
+    assert_eq!(rs[0]["files"]["files"], 6, "{rs:?}");
+    let (code, _, err) = r.finish(T);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        std::fs::read(dst.path().join("t/sub/big")).unwrap(),
+        content
+    );
+}

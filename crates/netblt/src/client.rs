@@ -782,7 +782,14 @@ pub fn skip_same(bundle: &Bundle, addr: SocketAddr, opts: &SendOptions) -> Resul
     }
     let got = Arc::new(Mutex::new(Vec::new()));
     let sink = SharedBytes(Arc::clone(&got));
-    let make: MakeTarget = Box::new(move |_: &Response| Ok(Target::Writer(Box::new(sink))));
+    let takes = Arc::new(Mutex::new(None));
+    let t2 = Arc::clone(&takes);
+    let make: MakeTarget = Box::new(move |r: &Response| {
+        if let Ok(mut t) = t2.lock() {
+            *t = r.takes;
+        }
+        Ok(Target::Writer(Box::new(sink)))
+    });
     let quick = quick(opts);
     let req = Request::Same { names, key, quick };
     match read(addr, "(check of what is there)", req, make, &quiet(opts)) {
@@ -800,7 +807,9 @@ pub fn skip_same(bundle: &Bundle, addr: SocketAddr, opts: &SendOptions) -> Resul
                 .collect()
         })
         .unwrap_or_default();
-    Ok(bundle.without(|i| item_digest(&key, quick, i).is_some_and(|d| have.contains(&d))))
+    let mut b = bundle.without(|i| item_digest(&key, quick, i).is_some_and(|d| have.contains(&d)));
+    b.receiver_takes = takes.lock().ok().and_then(|t| *t);
+    Ok(b)
 }
 
 /// Bytes written into a shared vector (the `same` reply), up to

@@ -404,7 +404,14 @@ impl Policy {
                 let Data::Dir(dir) = &self.data else {
                     return Err(NOTHING_TO_COMPARE.into());
                 };
-                // Its name is never shown: the check is not reported.
+                // Its name is never shown: the check is not reported. F24:
+                // with how many more transfers this receiver takes, so that
+                // a sender does not split a bundle for `recv --once`.
+                let s = &self.summary;
+                let takes = self
+                    .opts
+                    .max_transfers
+                    .map(|m| m.saturating_sub(s.transfers + s.refused));
                 Ok(Planned::new(
                     Plan::Send {
                         reader: Input::Stream(Box::new(Listing::new(dir, names, key, quick))),
@@ -412,7 +419,10 @@ impl Policy {
                         resume: false,
                     },
                     "(check of what is here)",
-                    Response::default(),
+                    Response {
+                        takes,
+                        ..Response::default()
+                    },
                 ))
             }
             // M17: what a `get` client has, for the `get` that follows.

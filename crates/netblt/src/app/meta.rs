@@ -186,6 +186,9 @@ pub(crate) struct Response {
     /// `total` bytes when the server knew that before answering.
     pub(crate) bundle: bool,
     pub(crate) total: Option<u64>,
+    /// `same`: how many more transfers the receiver takes before it stops
+    /// (`recv --once`: 1), when it has a limit (F24).
+    pub(crate) takes: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize, Default)]
@@ -221,6 +224,8 @@ struct Wire {
     bundle: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     total: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    takes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     token: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -376,6 +381,7 @@ impl Response {
             note: self.note.clone(),
             bundle: self.bundle,
             total: self.total,
+            takes: self.takes,
             ..Wire::default()
         })
     }
@@ -394,6 +400,7 @@ impl Response {
             note: w.note,
             bundle: w.bundle,
             total: w.total,
+            takes: w.takes,
         }
     }
 }

@@ -52,6 +52,10 @@ pub struct Bundle {
     pub(crate) not_regular: u64,
     /// Files left out because the receiver has them (M14): count, bytes.
     pub(crate) left_out: (u64, u64),
+    /// How many more transfers the receiver said it takes, when it has a
+    /// limit (`recv --once`: 1), as its answer to M14's check told
+    /// ([`skip_same`](crate::skip_same); F24).
+    pub(crate) receiver_takes: Option<u64>,
 }
 
 pub(crate) fn mtime_of(m: &std::fs::Metadata) -> Mtime {
@@ -275,6 +279,12 @@ impl Bundle {
     /// bundle, which keeps its directories: send it, then the files, then
     /// its [`directories`](Bundle::directories) again, whose modification
     /// times the files' arrival changed.
+    ///
+    /// Nothing leaves the bundle for a receiver that said (to
+    /// [`skip_same`](crate::skip_same)) it takes fewer transfers than the
+    /// split needs (the bundle, a transfer per large file and the
+    /// directories' pass): `recv --once` takes one, and the files sent
+    /// after the bundle found nobody listening (F24).
     pub fn split_resumable(&self, min: Option<u64>) -> (Bundle, Vec<(PathBuf, String)>) {
         let Some(min) = min else {
             return (self.clone(), Vec::new());
@@ -293,6 +303,10 @@ impl Bundle {
                 Err(_) => true,
             }
         });
+        let needed = large.len() as u64 + 2;
+        if !large.is_empty() && self.receiver_takes.is_some_and(|t| t < needed) {
+            return (self.clone(), Vec::new());
+        }
         (b, large)
     }
 
