@@ -4,14 +4,25 @@
 
 /// A byte count: `1990000`, `1990k`, `2M`, `1.5G`, `64KiB`, `1GiB`.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    parse_scaled(s, &["b", "B", "bytes"], SIZE_SUFFIXES).map(|v| v.round() as u64)
+    parse_scaled(s, &["b", "B", "bytes"], SIZE_SUFFIXES).and_then(|v| whole(s, v))
 }
 
 /// A rate in bits per second: `1544000`, `1.544M`, `10Mb/s`, `1G`.
 pub fn parse_rate(s: &str) -> Result<u64, String> {
     parse_scaled(s, &["bps", "b/s", "bit/s", "bits/s"], RATE_SUFFIXES)
-        .map(|v| v.round() as u64)
         .map_err(|e| bytes_per_second(s).unwrap_or(e))
+        .and_then(|v| whole(s, v))
+}
+
+/// `v` rounded to a u64, or an error if it does not fit: `as` saturates,
+/// and `--resumable-min 18446744073709551616` quietly meant `never` (F21).
+fn whole(s: &str, v: f64) -> Result<u64, String> {
+    let r = v.round();
+    // 2^64 is the first f64 past u64::MAX.
+    if r >= 18_446_744_073_709_551_616.0 {
+        return Err(format!("'{s}' is too large (at most 2^64 - 1)"));
+    }
+    Ok(r as u64)
 }
 
 const SIZE_SUFFIXES: &str = "k, M, G, KiB, MiB, GiB";
@@ -123,6 +134,14 @@ pub fn fmt_bytes(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn too_large_is_an_error_not_the_largest() {
+        assert!(parse_size("18446744073709551616").is_err());
+        assert!(parse_size("20000000000G").is_err());
+        assert!(parse_rate("99999999999999999999G").is_err());
+        assert_eq!(parse_size("1000000000G"), Ok(1_000_000_000_000_000_000));
+    }
 
     #[test]
     fn sizes() {
