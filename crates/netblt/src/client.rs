@@ -95,19 +95,14 @@ pub fn send_walked_file(
     addr: SocketAddr,
     opts: &SendOptions,
 ) -> Result<TransferReport, Error> {
-    use std::os::unix::fs::OpenOptionsExt;
     let path = path.as_ref();
-    let file = std::fs::File::options()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| {
-            let why = match e.raw_os_error() {
-                Some(libc::ELOOP) => "not a regular file (a symbolic link)".into(),
-                _ => io_reason(&e),
-            };
-            Error::Local(format!("{}: {why}", path.display()))
-        })?;
+    let file = crate::app::bundle::pack::open_walked(path).map_err(|e| {
+        let why = match e.raw_os_error() {
+            Some(libc::ELOOP) => "not a regular file (a symbolic link)".into(),
+            _ => io_reason(&e),
+        };
+        Error::Local(format!("{}: {why}", path.display()))
+    })?;
     send_open_file(file, path, name, addr, opts)
 }
 

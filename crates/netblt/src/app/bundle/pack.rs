@@ -244,14 +244,21 @@ enum Next {
     End,
 }
 
-/// Opens a file of the walk again, never through a link, and reads its
-/// metadata from the open file.
-fn open_file(it: &Item) -> io::Result<(File, EntryMeta)> {
-    let file = File::options()
+/// Opens a file a walk found, never through a link (`ELOOP` if one was put
+/// in its place) and without waiting on a FIFO put there. Also for the
+/// large files sent on their own (`send_walked_file`, F21).
+pub(crate) fn open_walked(path: &std::path::Path) -> io::Result<File> {
+    File::options()
         .read(true)
         // A FIFO put in the file's place must not block the open.
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&it.path)?;
+        .open(path)
+}
+
+/// Opens a file of the walk again ([`open_walked`]) and reads its
+/// metadata from the open file.
+fn open_file(it: &Item) -> io::Result<(File, EntryMeta)> {
+    let file = open_walked(&it.path)?;
     let m = file.metadata()?;
     if !m.is_file() {
         return Err(io::Error::other("no longer a regular file"));
