@@ -361,6 +361,8 @@ fn a_receiver_gone_silent_ends_the_command() {
             "fixed",
             "--rate",
             "2M",
+            "--buffer-size",
+            "64KiB",
             "--death-timer",
             "2",
         ],
@@ -369,7 +371,10 @@ fn a_receiver_gone_silent_ends_the_command() {
         Stdio::piped(),
     );
     let part = dst.path().join("t/sub/.big.netblt-part");
-    assert!(wait_for(T, || part.exists()), "the large file never began");
+    // Data written, so the handshake is over: stopped before it, the
+    // receiver would be "no answer" (exit 4), not silent (exit 1).
+    let flowing = || std::fs::metadata(&part).is_ok_and(|m| m.len() > 0);
+    assert!(wait_for(T, flowing), "the large file's data never came");
     signal(&r.child, SIGSTOP);
     let o = send.wait_with_output().unwrap();
     signal(&r.child, SIGCONT);
