@@ -474,6 +474,40 @@ fn a_refill_at_300_ms_starts_up_within_two_seconds() {
     assert!(back > 0.8 * (5 * C) as f64 * PAYLOAD, "back {back}");
 }
 
+/// R74: the same refill, at the prior rate at once. The restart paced
+/// 2.885x the estimate (60 of 100 Mb/s) and took two more rounds to reach
+/// the path, as the estimate answered a round late; a path whose rate fell
+/// and came back is paced at the rate it carried before (at most two
+/// rounds of STARTUP past the estimate, and no further than the queue it
+/// was seen to hold without loss, one BDP here). Goodput 1-2 s after the
+/// step: before, 63.7 Mb/s of the 100; since, 88.1. The test asks for 0.85
+/// of the path.
+#[test]
+fn a_refill_at_300_ms_returns_to_the_prior_rate_at_once() {
+    let back = refilled_at_300_ms(0.0, 1.0, 2.0);
+    assert!(back > 0.85 * (5 * C) as f64 * PAYLOAD, "back {back}");
+}
+
+/// R74's bound: a path that was seen to hold only a shallow queue (400 KB,
+/// 32 ms at 100 Mb/s) is refilled by STARTUP as before, not at the prior
+/// rate, whose first round trip would overflow it. The queue drops after
+/// the step up (a run to 24 s less one to 20 s; the path fell from 100 to
+/// 20 Mb/s at 10 s and came back at 20; the queue overflowed there, so
+/// the buffer was seen to hold 160 ms at most): with the prior rate
+/// unbounded, 2,303; with the bound, as before R74, 1,424 (STARTUP's own
+/// overshoot). The test asks for at most 1,800.
+#[test]
+fn a_shallow_queue_bounds_the_refill_at_the_prior_rate() {
+    let drops = |to_s: f64| {
+        let b = stepped(400_000, 5 * C, C, 10.0, 20.0);
+        let r = run(to_s, b, vec![netblt("fair", PolicySpec::Fair, 300.0, 0.0)]);
+        r.flows[0].bottleneck_drops.queue
+    };
+    let after = drops(24.0).saturating_sub(drops(20.0));
+    println!("queue drops after the step up: {after}");
+    assert!(after <= 1_800, "{after}");
+}
+
 /// R56: on a path slower than STARTUP's first pacing (28.85 Mb/s) the first
 /// round is a measuring train, not a round trip of blind pacing. Before,
 /// the first round trip overfilled these queues once: 2 Mb/s, 100 ms and a

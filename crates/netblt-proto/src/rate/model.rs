@@ -295,6 +295,16 @@ pub struct Model {
     fast_from: Option<Instant>,
     /// R50: STARTUP was entered again from FAST's growth.
     restarted: bool,
+    /// R74: the highest estimate since STARTUP last ended: the rate the
+    /// path carried before it slowed down (CUBIC's W_max, kept as a rate).
+    prior_bw: f64,
+    /// R74: what STARTUP entered again from FAST's growth paces at least
+    /// (the prior rate, at most two rounds of STARTUP past the estimate);
+    /// zero otherwise.
+    startup_floor: f64,
+    /// R74: the longest queueing delay seen in a round that lost no more
+    /// than noise explains, seconds.
+    buffer_seen: f64,
     /// R56: the first flight is a measuring train, and nothing more is sent
     /// until it is reported (`fair` only).
     train: bool,
@@ -404,6 +414,9 @@ impl Model {
             fast_settle: false,
             fast_from: None,
             restarted: false,
+            prior_bw: 0.0,
+            startup_floor: 0.0,
+            buffer_seen: 0.0,
             train: !background,
             train_reported: 0.0,
             train_first: None,
@@ -464,7 +477,12 @@ impl Model {
                 + self.feedback_allowance();
             return Some(cap as u64);
         }
-        let bdp = self.bdp_bytes()?;
+        let mut bdp = self.bdp_bytes()?;
+        if self.phase == Phase::Startup && self.startup_floor > 0.0 {
+            // R74: the window of the prior rate STARTUP paces at.
+            let base = self.min_rtt.unwrap_or_default().as_secs_f64();
+            bdp = bdp.max(self.startup_floor / 8.0 * base);
+        }
         // 2 BDP in STARTUP too, although it paces at 2.885x: BBR v1's
         // 2.885 cap there reached the path 0.4 s sooner at 100 Mb/s and
         // 300 ms but lost 681 packets to the 1-BDP queue instead of 121
@@ -602,6 +620,39 @@ impl Model {
             && self
                 .last_rtt
                 .is_some_and(|r| r > base + self.queue_threshold())
+    }
+
+    /// R74: STARTUP entered again because capacity was freed paces at the
+    /// prior rate at once, if the prior rate is more than STARTUP's first
+    /// round would reach; at most two rounds of STARTUP past the estimate,
+    /// and no further past it than the queue the path was seen to hold
+    /// without loss, so the round trip it takes to see an overshoot cannot
+    /// overflow the path's buffer.
+    fn start_up_at_prior(&mut self, bw: f64) {
+        self.start_up_again(bw);
+        // The buffer held `buffer_seen` seconds at a rate no lower than the
+        // path's now, so at least that many seconds of `bw`: a round trip
+        // at `held` adds no more than that.
+        let base = self.min_rtt.unwrap_or_default().as_secs_f64();
+        let held = if base > 0.0 {
+            bw * (1.0 + self.buffer_seen / base)
+        } else {
+            bw
+        };
+        let floor = self
+            .prior_bw
+            .min(STARTUP_GAIN * STARTUP_GAIN * bw)
+            .min(held);
+        tracing::debug!(
+            bw,
+            prior = self.prior_bw,
+            buffer_seen = self.buffer_seen,
+            floor,
+            "STARTUP again: the prior rate"
+        );
+        if floor > STARTUP_GAIN * bw {
+            self.startup_floor = floor;
+        }
     }
 
     /// Back to STARTUP from CRUISE (a cap lifted, R27; capacity found,
@@ -844,6 +895,23 @@ impl Model {
         }
         if lossy_round {
             self.last_lossy = Some(self.round);
+        } else if let (Some(peak), Some(base)) = (self.r_max_rtt, self.min_rtt) {
+            // R74: in time, not bytes: the rate the queue drained at is not
+            // known around a change of the path's rate (the estimate and the
+            // round's delivery still said 96 Mb/s when a queue of 400 KB
+            // read 160 ms at 20, which made 1.7 MB of it).
+            let held = peak.saturating_sub(base).as_secs_f64();
+            self.buffer_seen = self.buffer_seen.max(held);
+        }
+        if self.phase != Phase::Startup {
+            // R74: STARTUP's end measured the path afresh; after it, the
+            // highest estimate is what the path carried.
+            self.prior_bw = if self.r_startup {
+                self.bottleneck()
+            } else {
+                self.prior_bw.max(self.bottleneck())
+            };
+            self.startup_floor = 0.0;
         }
         self.r_arrived = 0;
         self.r_lost = 0;
@@ -1163,6 +1231,10 @@ impl RateController for Model {
                 }
             }
             (Phase::ProbeRtt, ..) => self.gain() * self.bottleneck(),
+            (Phase::Startup, ..) => {
+                (self.gain() * self.bottleneck()).max(self.startup_floor)
+                    / (1.0 - self.foreign_loss)
+            }
             _ => self.gain() * self.bottleneck() / (1.0 - self.foreign_loss),
         };
         r.min(self.max_bps).max(self.min_bps).max(1.0)

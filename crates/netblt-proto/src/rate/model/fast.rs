@@ -225,7 +225,7 @@ impl Model {
                         "STARTUP again: capacity found"
                     );
                     self.restarted = true;
-                    self.start_up_again(bw);
+                    self.start_up_at_prior(bw);
                     return;
                 }
             } else if self.fast_found > 0 && !self.fast_found_held {
