@@ -102,6 +102,9 @@ pub struct Report {
     pub rfc1106_host_time: Vec<rfc1106_sensitivity::HostTimeRow>,
     /// RFC 1106's NAK column at 1e-6 with ACKs (and NAKs) lost besides.
     pub rfc1106_nak_loss: Vec<rfc1106_sensitivity::NakLossRow>,
+    /// RFC 1106's 1e-7 columns and no-error rows from 100K with 1, 2, 4
+    /// times the profile's queue and none.
+    pub rfc1106_queue: Vec<rfc1106_sensitivity::QueueRow>,
     /// RFC 415's table measured on this machine: the kept measurement
     /// (`Options::host_file`) or a new one, with when it was made.
     pub rfc415: Option<rfc415::HostRecord>,
@@ -223,6 +226,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
     let host_time =
         rfc1106_sensitivity::host_time(seeds.first().copied().unwrap_or(1), opts.quick)?;
     let nak_loss = rfc1106_sensitivity::nak_loss(&seeds, opts.quick)?;
+    let queue = rfc1106_sensitivity::queue(&r1106, &seeds, opts.quick)?;
     done += 1;
     progress("RFC 415 (TCP over loopback)", done, total);
     let host = if opts.measure_host {
@@ -258,6 +262,7 @@ pub fn run(opts: &Options, progress: Progress<'_>) -> anyhow::Result<Report> {
         rfc1106: r1106,
         rfc1106_host_time: host_time,
         rfc1106_nak_loss: nak_loss,
+        rfc1106_queue: queue,
         rfc415: cpu,
         rfc415_error: cpu_err,
         figures: Vec::new(),
@@ -507,6 +512,20 @@ fn markdown(r: &Report, out: &Path, figs: &Path) -> String {
         "\n#### Figure 2's 1e-6 column with ACKs (and their NAKs) lost besides bit errors\n"
     );
     s.push_str(&rfc1106_sensitivity::md_nak_loss(&r.rfc1106_nak_loss));
+    s.push_str(include_str!("notes_rfc1106_queue.md"));
+    let _ = writeln!(
+        s,
+        "\n#### The 1e-7 columns, and the no-error rows from {}K, against the bottleneck's queue (mean of {} seed(s), {} s runs)\n",
+        rfc1106_sensitivity::QUEUE_NO_ERROR_FROM_K,
+        r.seeds.len(),
+        rfc1106::duration(r.quick).as_secs()
+    );
+    s.push_str(&rfc1106_sensitivity::md_queue(&r.rfc1106_queue));
+    let _ = writeln!(
+        s,
+        "\n#### Figure 2's 1e-7 column window by window (K/s; error against the paper; queue drops per run)\n"
+    );
+    s.push_str(&rfc1106_sensitivity::md_queue_nak_column(&r.rfc1106_queue));
     s.push_str(include_str!("notes_rfc415.md"));
     match (&r.rfc415, &r.rfc415_error) {
         (Some(rec), _) => {

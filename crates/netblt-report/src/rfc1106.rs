@@ -94,6 +94,10 @@ pub struct Cell {
     /// Per run, averaged: bit-error drops of data segments, fast
     /// retransmits, timeouts, NAKs received.
     pub drops: f64,
+    /// Data segments the forward link's queue dropped (full), per run.
+    pub queue_drops: f64,
+    /// ACKs the reverse link's queue dropped (full), per run.
+    pub ack_queue_drops: f64,
     /// Fast retransmits per run (three duplicate ACKs).
     pub fast_retransmits: f64,
     /// Retransmission timeouts per run.
@@ -109,6 +113,31 @@ pub fn duration(quick: bool) -> Duration {
 
 /// Runs both figures: 2 x 9 x 3 cells, each over `seeds`.
 pub fn run(seeds: &[u64], quick: bool) -> anyhow::Result<Vec<Cell>> {
+    let mut out = Vec::new();
+    for nak in [false, true] {
+        for &w in &WINDOWS_K {
+            for bi in 0..BERS.len() {
+                out.push(run_cell(w, nak, bi, seeds, quick, Some(1))?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One cell of a figure: window `w` (K), the NAK option on or off, the
+/// appendix's `bi`-th bit-error rate, averaged over `seeds`. `queue`: both
+/// directions' queue as a multiple of the profile's (`Some(1)`: the
+/// profile's own, as in the figures), or `None` for no limit. The seeds are
+/// the figures' own whatever the queue, so a run differs from the figures'
+/// only by its queue.
+pub fn run_cell(
+    w: u64,
+    nak: bool,
+    bi: usize,
+    seeds: &[u64],
+    quick: bool,
+    queue: Option<usize>,
+) -> anyhow::Result<Cell> {
     let p = profiles::profile("t1-satellite")
         .ok_or_else(|| anyhow::anyhow!("no t1-satellite profile"))?;
     // The profile's overhead is IP + UDP + HDLC; a TCP segment's wire length
@@ -116,59 +145,68 @@ pub fn run(seeds: &[u64], quick: bool) -> anyhow::Result<Vec<Cell>> {
     let framing = p
         .wire_overhead
         .saturating_sub(profiles::IP_HEADER + profiles::UDP_HEADER);
-    let mut out = Vec::new();
-    for nak in [false, true] {
-        for (wi, &w) in WINDOWS_K.iter().enumerate() {
-            for (bi, &ber) in BERS.iter().enumerate() {
-                let (mut rate, mut drops, mut fr, mut to, mut naks) = (0.0, 0.0, 0.0, 0.0, 0.0);
-                for &seed in seeds {
-                    let mut forward = p.forward.clone();
-                    let mut reverse = p.reverse.clone();
-                    // Bit errors in both directions: data and ACKs (and the
-                    // NAKs they carry: §7, "many naks as well as data packets
-                    // were dropped").
-                    forward.ber = ber;
-                    reverse.ber = ber;
-                    let r = run_tcp_path(&TcpPathConfig {
-                        forward,
-                        reverse,
-                        framing,
-                        tcp: TcpConfig::bsd43_rfc1106(w * 1024, nak),
-                        duration: duration(quick),
-                        warmup: Duration::ZERO,
-                        seed: seed.wrapping_mul(1000).wrapping_add(w * 10 + bi as u64),
-                    })
-                    .map_err(|e| anyhow::anyhow!(e))?;
-                    rate += r.rate / 1024.0;
-                    drops += r.forward.drops.bit_error as f64;
-                    fr += r.sender.fast_recoveries as f64;
-                    to += r.sender.timeouts as f64;
-                    naks += r.sender.naks_received as f64;
-                }
-                let n = seeds.len().max(1) as f64;
-                let (paper, kernel) = if nak {
-                    (PAPER_NAK[wi][bi], KERNEL_SACK_ON[wi][bi])
-                } else {
-                    (PAPER_NO_NAK[wi][bi], KERNEL_SACK_OFF[wi][bi])
-                };
-                let ours = rate / n;
-                out.push(Cell {
-                    window_k: w,
-                    ber,
-                    nak,
-                    paper,
-                    ours,
-                    error_pct: fmt::error_pct(paper, ours),
-                    kernel,
-                    drops: drops / n,
-                    fast_retransmits: fr / n,
-                    timeouts: to / n,
-                    naks: naks / n,
-                });
-            }
+    let wi = WINDOWS_K
+        .iter()
+        .position(|&x| x == w)
+        .ok_or_else(|| anyhow::anyhow!("{w}K is not one of the appendix's windows"))?;
+    let ber = *BERS
+        .get(bi)
+        .ok_or_else(|| anyhow::anyhow!("no bit-error rate #{bi}"))?;
+    let (mut rate, mut drops, mut qdrops, mut ack_qdrops) = (0.0, 0.0, 0.0, 0.0);
+    let (mut fr, mut to, mut naks) = (0.0, 0.0, 0.0);
+    for &seed in seeds {
+        let mut forward = p.forward.clone();
+        let mut reverse = p.reverse.clone();
+        // Bit errors in both directions: data and ACKs (and the NAKs they
+        // carry: §7, "many naks as well as data packets were dropped").
+        forward.ber = ber;
+        reverse.ber = ber;
+        for link in [&mut forward, &mut reverse] {
+            link.queue_limit_bytes = match queue {
+                Some(k) => link.queue_limit_bytes.map(|q| q.saturating_mul(k)),
+                None => None,
+            };
         }
+        let r = run_tcp_path(&TcpPathConfig {
+            forward,
+            reverse,
+            framing,
+            tcp: TcpConfig::bsd43_rfc1106(w * 1024, nak),
+            duration: duration(quick),
+            warmup: Duration::ZERO,
+            seed: seed.wrapping_mul(1000).wrapping_add(w * 10 + bi as u64),
+        })
+        .map_err(|e| anyhow::anyhow!(e))?;
+        rate += r.rate / 1024.0;
+        drops += r.forward.drops.bit_error as f64;
+        qdrops += r.forward.drops.queue as f64;
+        ack_qdrops += r.reverse.drops.queue as f64;
+        fr += r.sender.fast_recoveries as f64;
+        to += r.sender.timeouts as f64;
+        naks += r.sender.naks_received as f64;
     }
-    Ok(out)
+    let n = seeds.len().max(1) as f64;
+    let (paper, kernel) = if nak {
+        (PAPER_NAK[wi][bi], KERNEL_SACK_ON[wi][bi])
+    } else {
+        (PAPER_NO_NAK[wi][bi], KERNEL_SACK_OFF[wi][bi])
+    };
+    let ours = rate / n;
+    Ok(Cell {
+        window_k: w,
+        ber,
+        nak,
+        paper,
+        ours,
+        error_pct: fmt::error_pct(paper, ours),
+        kernel,
+        drops: drops / n,
+        queue_drops: qdrops / n,
+        ack_queue_drops: ack_qdrops / n,
+        fast_retransmits: fr / n,
+        timeouts: to / n,
+        naks: naks / n,
+    })
 }
 
 /// Mean of `ours` (or the paper's) over one figure's column.
@@ -229,7 +267,8 @@ pub fn markdown(cells: &[Cell], nak: bool) -> String {
     fmt::table(&header, &rows)
 }
 
-/// Per-run counts behind the figures: drops, fast retransmits, timeouts, NAKs.
+/// Per-run counts behind the figures: drops (bit errors, full queue), fast
+/// retransmits, timeouts, NAKs.
 pub fn md_counts(cells: &[Cell]) -> String {
     let rows: Vec<Vec<String>> = cells
         .iter()
@@ -240,6 +279,7 @@ pub fn md_counts(cells: &[Cell]) -> String {
                 format!("{}K", c.window_k),
                 ber_label(c.ber).to_string(),
                 fmt::num(c.drops, 1),
+                fmt::num(c.queue_drops, 1),
                 fmt::num(c.fast_retransmits, 1),
                 fmt::num(c.timeouts, 1),
                 fmt::num(c.naks, 1),
@@ -251,7 +291,8 @@ pub fn md_counts(cells: &[Cell]) -> String {
             "variant",
             "window",
             "BER",
-            "data segments lost",
+            "data segments lost to bit errors",
+            "to the full queue",
             "fast retransmits",
             "timeouts",
             "NAKs acted on",

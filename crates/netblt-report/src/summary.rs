@@ -405,6 +405,7 @@ fn rfc1106_summaries(r: &Report) -> Vec<TableSummary> {
     let cells = &r.rfc1106;
     let host_time = crate::unmodellable::rfc1106_host_time(&r.rfc1106_host_time);
     let nak_drops = crate::unmodellable::rfc1106_nak_drops(&r.rfc1106_nak_loss);
+    let queue = crate::unmodellable::rfc1106_queue(&r.rfc1106_queue);
     let mut out = Vec::new();
     for (nak, name) in [
         (false, "RFC 1106 Figure 1 (no NAKs)"),
@@ -426,6 +427,11 @@ fn rfc1106_summaries(r: &Report) -> Vec<TableSummary> {
                     Some(host_time.clone())
                 } else if c.nak && c.ber >= 1e-6 {
                     Some(nak_drops.clone())
+                } else if c.nak
+                    && c.ber > 0.0
+                    && crate::unmodellable::rfc1106_queue_decides(&r.rfc1106_queue, c.window_k)
+                {
+                    Some(queue.clone())
                 } else {
                     None
                 },

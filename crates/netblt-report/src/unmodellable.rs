@@ -11,7 +11,7 @@ use crate::fmt::{mean, num};
 use crate::rfc1030::RowResult;
 use crate::rfc1030_sensitivity::LoadRow;
 use crate::rfc1030_timers::{Choice, PolicyRow};
-use crate::rfc1106_sensitivity::{HostTimeRow, NakLossRow};
+use crate::rfc1106_sensitivity::{queue_label, HostTimeRow, NakLossRow, QueueRow};
 use crate::Report;
 
 /// RFC 1030 appendix III, two outstanding buffers: the 3C500's deafness
@@ -190,6 +190,74 @@ pub fn rfc1106_nak_drops(rows: &[NakLossRow]) -> String {
          column's mean goes {} (paper {}K).",
         pts.join(", "),
         num(paper, 0)
+    )
+}
+
+/// Whether RFC 1106 Figure 2's 1e-7 row at `window_k` is set by the
+/// bottleneck's queue: its runs with the profile's queue lost data to the
+/// full queue (the mechanism, whatever the row's error).
+pub fn rfc1106_queue_decides(rows: &[QueueRow], window_k: u64) -> bool {
+    rows.iter()
+        .filter(|r| r.nak && r.ber > 0.0 && r.queue_bdp == Some(1))
+        .flat_map(|r| r.cells.iter())
+        .any(|c| c.window_k == window_k && c.queue_drops > 0.0)
+}
+
+/// RFC 1106 Figure 2 at 1e-7, the windows larger than the profile's queue:
+/// the satellite simulator's buffering.
+pub fn rfc1106_queue(rows: &[QueueRow]) -> String {
+    let col: Vec<&QueueRow> = rows.iter().filter(|r| r.nak && r.ber > 0.0).collect();
+    let decided: Vec<u64> = crate::rfc1106::WINDOWS_K
+        .iter()
+        .copied()
+        .filter(|&w| rfc1106_queue_decides(rows, w))
+        .collect();
+    let list = |r: &QueueRow, f: fn(&crate::rfc1106::Cell) -> f64| {
+        decided
+            .iter()
+            .filter_map(|&w| r.cells.iter().find(|c| c.window_k == w))
+            .map(|c| num(f(c), 0))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    // Queues with the same rows are named together.
+    let mut per_queue: Vec<(Vec<String>, String)> = Vec::new();
+    for r in &col {
+        let rows = format!(
+            "{}K ({} queue drops per run)",
+            list(r, |c| c.ours),
+            list(r, |c| c.queue_drops)
+        );
+        let label = queue_label(r.queue_bdp, None);
+        match per_queue.iter_mut().find(|(_, x)| *x == rows) {
+            Some((labels, _)) => labels.push(label),
+            None => per_queue.push((vec![label], rows)),
+        }
+    }
+    let per_queue: Vec<String> = per_queue
+        .into_iter()
+        .map(|(labels, rows)| format!("{}: {rows}", labels.join(", ")))
+        .collect();
+    let windows = match (decided.first(), decided.last()) {
+        (Some(a), Some(b)) => format!("{a}-{b}K"),
+        _ => "-".into(),
+    };
+    let paper = col.first().map_or(String::new(), |r| list(r, |c| c.paper));
+    format!(
+        "RFC 1106 ran its errors through \"the satellite simulator\" (§4.2: \"when the \
+         satellite simulator was not used\") and gives neither its buffering nor where the \
+         bottleneck's queue was; the profile ASSUMES one bandwidth-delay product. The NAK TCP \
+         \"assumed that lost packets were the result of noise and not congestion\" (§4.2) and \
+         its sender will \"resend the missing data immediately and then continue sending data \
+         where it left off\" (§2.1): the window never shrinks, so when a NAKed retransmission \
+         fills the hole at the left edge the ACK jumps by up to a window and 4.3BSD's \
+         tcp_output sends all of it at once. At {windows} a window is larger on the wire than \
+         the profile's queue, which then overflows, and each drop is a new hole and a new \
+         burst. Rows {windows} (paper {paper}K) with each queue: {}. Each row is set by one \
+         comparison, its window on the wire against the queue: held, it runs near the T1's \
+         rate; not held, it loses to the queue. No one queue gives the paper's rise with the \
+         window.",
+        per_queue.join("; ")
     )
 }
 

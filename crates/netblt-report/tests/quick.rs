@@ -43,6 +43,7 @@ fn quick_report_writes_file_and_figures() {
         "Appendix III against Subnet 26's broadcasts",
         "one control message per packet",
         "Rows declared unmodellable",
+        "against the bottleneck's queue",
     ] {
         assert!(md.contains(needle), "{needle} missing");
     }
@@ -61,6 +62,12 @@ fn quick_report_writes_file_and_figures() {
         netblt_report::rfc1030_sensitivity::LOADS.len()
     );
     assert_eq!(rep.rfc1030_wideband_long.len(), 7);
+    // RFC 1106's queue sweep: four columns at the quick sweep's two queues
+    // (the profile's and no limit); no limit leaves no queue drop.
+    assert_eq!(rep.rfc1106_queue.len(), 4 * 2);
+    for r in rep.rfc1106_queue.iter().filter(|r| r.queue_bdp.is_none()) {
+        assert_eq!(r.queue_drops, 0.0, "nak {} ber {}", r.nak, r.ber);
+    }
     let trends = |table: &str| {
         rep.summary
             .iter()

@@ -125,3 +125,62 @@ fn naks_keep_the_window_open_where_tahoe_closes_it() {
         tahoe.rate
     );
 }
+
+/// Everything the sender sends now.
+fn drain(snd: &mut TcpSender, t: Instant) -> Vec<netblt_sim::tcp::Segment> {
+    std::iter::from_fn(|| snd.poll_transmit(t)).collect()
+}
+
+#[test]
+fn a_nak_repaired_hole_releases_the_whole_window_at_once() {
+    // RFC 1106 §2.1: the sender "will resend the missing data immediately
+    // and then continue sending data where it left off"; §4.2: losses are
+    // taken for noise, so the window stays open. When the resent segment
+    // fills the hole, the ACK jumps by a window and 4.3BSD's tcp_output
+    // sends everything the window allows at once (no pacing) -- and never
+    // beyond the ACK plus the window.
+    let window = 64 * 1024;
+    let segs = window / 512;
+    let cfg = TcpConfig::bsd43_rfc1106(window, true);
+    let mut snd = TcpSender::new(cfg, None);
+    let mut rcv = TcpReceiver::new(cfg);
+    let mut ms = 0;
+    let mut t = Instant::from_millis(ms);
+    let syn = snd.poll_transmit(t).unwrap();
+    rcv.handle_segment(t, &syn);
+    snd.handle_segment(t, &rcv.poll_transmit(t).unwrap());
+    // Slow start without loss until a whole window is out in one round.
+    let mut flight = drain(&mut snd, t);
+    while flight.len() < segs as usize {
+        assert!(ms < 10_000, "no whole window after {ms} ms");
+        ms += 100;
+        t = Instant::from_millis(ms);
+        for seg in &flight {
+            rcv.handle_segment(t, seg);
+            snd.handle_segment(t, &rcv.poll_transmit(t).unwrap());
+        }
+        flight = drain(&mut snd, t);
+    }
+    // The first segment of the window is lost; the rest arrive above it.
+    let hole = flight[0].seq;
+    ms += 100;
+    t = Instant::from_millis(ms);
+    let mut resent = Vec::new();
+    for seg in &flight[1..] {
+        rcv.handle_segment(t, seg);
+        snd.handle_segment(t, &rcv.poll_transmit(t).unwrap());
+        resent.extend(drain(&mut snd, t));
+    }
+    assert_eq!(resent.len(), 1, "the NAK resends the hole, nothing else");
+    assert_eq!((resent[0].seq, resent[0].retransmission), (hole, true));
+    // The resent segment fills the hole: the ACK covers the whole window.
+    rcv.handle_segment(t, &resent[0]);
+    let ack = rcv.poll_transmit(t).unwrap();
+    assert_eq!(ack.ack, hole + window);
+    snd.handle_segment(t, &ack);
+    let burst = drain(&mut snd, t);
+    assert_eq!(burst.len() as u64, segs, "a window's worth at once");
+    assert!(burst
+        .iter()
+        .all(|s| s.seq + u64::from(s.len) <= ack.ack + window));
+}
