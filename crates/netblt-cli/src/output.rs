@@ -118,9 +118,25 @@ pub fn shown_rate(r: &TransferReport, bps: Option<f64>) -> String {
 }
 
 /// "why: ..." : what limited the transfer (the library's diagnosis), when
-/// one was made.
+/// one was made, and the flags of the setting it names (the library names
+/// its own, F25).
 pub fn why(r: &TransferReport) -> Option<String> {
-    r.limit.as_ref().map(|d| format!("why: {}", d.message))
+    r.limit
+        .as_ref()
+        .map(|d| format!("why: {}{}", d.message, flags(d.setting)))
+}
+
+/// The tool's flags for a setting a diagnosis names.
+fn flags(setting: Option<netblt::LimitSetting>) -> &'static str {
+    use netblt::LimitSetting as S;
+    match setting {
+        Some(S::FixedRate) => " (--policy fixed, --rate)",
+        Some(S::Rate) => " (--rate)",
+        Some(S::LiveRate) => " (--rate-file)",
+        Some(S::BufferSize) => " (--buffer-size)",
+        Some(S::Buffers) => " (--buffers, --buffer-size)",
+        _ => "",
+    }
 }
 
 /// On a terminal, after a transfer that met its receiver for the first time
@@ -164,26 +180,40 @@ pub fn table_row(r: &TransferReport) -> String {
 
 /// A bundle's entries that failed, one line each on stderr ("netblt:
 /// NAME: {label}REASON"), then how many more were not listed ("... and N
-/// more {more}").
+/// more {more}"). An entry this end did not replace (its kind
+/// `AlreadyExists`) gets `force`, the advice for this end (F25).
 /// Names and reasons are escaped: they may come from the peer (a served
 /// tree's entries, a receiver's reasons).
-pub fn print_failed(f: &netblt::FilesReport, label: &str, more: &str) {
+pub fn print_failed(f: &netblt::FilesReport, label: &str, more: &str, force: Option<&str>) {
     for x in &f.failed {
-        eprintln!("netblt: {}: {label}{}", shown(&x.name), shown(&x.reason));
+        let advice = match (x.io, force) {
+            (Some(std::io::ErrorKind::AlreadyExists), Some(a)) => a,
+            _ => "",
+        };
+        eprintln!(
+            "netblt: {}: {label}{}{advice}",
+            shown(&x.name),
+            shown(&x.reason)
+        );
     }
     if f.more_failed > 0 {
         eprintln!("netblt: ... and {} more {more}", f.more_failed);
     }
 }
 
-/// A bundle that failed: the error's first line after `name`, and the
-/// peer's lines (one per entry it could not store) indented below it, on
-/// stderr, then `hint` on a line of its own; returns the exit code. A
-/// network error is returned as an error instead (nothing more will get
-/// through), the hint as its second line. The peer's lines are escaped.
-pub fn bundle_error(name: &str, e: &netblt::Error, hint: Option<&str>) -> anyhow::Result<i32> {
-    let text = e.to_string();
-    let mut lines = text.lines().map(shown);
+/// A bundle that failed: the error's first line after `name` (`said`: the
+/// error as [`told`] says it), and the peer's lines (one per entry it could
+/// not store) indented below it, on stderr, then `hint` on a line of its
+/// own; returns the exit code. A network error is returned as an error
+/// instead (nothing more will get through), the hint as its second line.
+/// The peer's lines are escaped.
+pub fn bundle_error(
+    name: &str,
+    e: &netblt::Error,
+    said: &str,
+    hint: Option<&str>,
+) -> anyhow::Result<i32> {
+    let mut lines = said.lines().map(shown);
     let first = format!("{}: {}", shown(name), lines.next().unwrap_or_default());
     let rc = crate::exit::of(e);
     if rc == crate::exit::NETWORK {
@@ -224,11 +254,32 @@ pub fn partial_kept(report: &netblt::TransferReport) -> bool {
 
 /// `e` as the tool says it: the library's words, then the tool's advice
 /// for its `kind` (the flag to use), which a library's message does not
-/// give (F20).
+/// give (F20, F25). For a command that sends (`send`, `bench`, and any
+/// error before a transfer): see [`told_fetching`] for `get`.
 pub fn told(e: &netblt::Error, kind: Option<netblt::ErrorKind>) -> String {
+    format!("{e}{}", advice(kind, false))
+}
+
+/// [`told`] for `get`, the receiving end: `--force` is its own.
+pub fn told_fetching(e: &netblt::Error, kind: Option<netblt::ErrorKind>) -> String {
+    format!("{e}{}", advice(kind, true))
+}
+
+/// The tool's advice for a failure of `kind`, at a receiving end
+/// (`fetching`: `get`) or not.
+fn advice(kind: Option<netblt::ErrorKind>, fetching: bool) -> &'static str {
     use netblt::{ErrorKind as K, PeerReason as P};
-    let advice = match kind {
+    match kind {
+        // A `get --resume` whose complete copy is not the server's file.
+        Some(K::RefusedByPeer(P::FileExists)) if fetching => ": use --force to replace it",
         Some(K::RefusedByPeer(P::FileExists)) => " (use --force on the receiver)",
+        // `get` to a file that is there.
+        Some(K::Local {
+            io: Some(std::io::ErrorKind::AlreadyExists),
+        }) if fetching => " (use --force to overwrite)",
+        Some(K::RefusedByPeer(P::CodeRequired)) => ": use --code",
+        Some(K::RefusedByPeer(P::CodeNotExpected)) => ": start the receiver with --code",
+        Some(K::PacketTooLarge) => ": use a smaller --packet-size",
         Some(K::RefusedByPeer(P::ReadingNotEnabled)) => " (start the receiver with --serve)",
         Some(K::RefusedByPeer(P::NotAuthorized)) => {
             " (add the sender's `netblt id` line to the receiver's authorized_keys, or run recv \
@@ -239,8 +290,24 @@ pub fn told(e: &netblt::Error, kind: Option<netblt::ErrorKind>) -> String {
             ": add --insecure on the sender, or drop it on the receiver"
         }
         _ => "",
-    };
-    format!("{e}{advice}")
+    }
+}
+
+/// After a bundle's entries a receiver did not store: how to replace those
+/// that exist there (F25: its lines no longer say it).
+pub fn not_stored_hint(name: &str, kind: Option<&netblt::ErrorKind>) -> Option<String> {
+    use netblt::{ErrorKind as K, PeerReason as P};
+    matches!(
+        kind,
+        Some(K::AbortedByPeer(P::EntriesNotStored { exists: true }))
+    )
+    .then(|| {
+        format!(
+            "{}: the receiver keeps the files it has that differ (use --force on the receiver \
+             to replace them)",
+            shown(name)
+        )
+    })
 }
 
 /// "1 file", "2 files".
@@ -285,6 +352,85 @@ mod tests {
         ] {
             assert!(!gone.partial_kept(), "{gone:?}");
         }
+    }
+
+    /// F25: the library's words name no flag; the tool adds the one to use
+    /// from the kind, for the end it runs at.
+    #[test]
+    fn the_advice_names_the_flag_for_this_end() {
+        use super::advice;
+        use netblt::{ErrorKind as K, PeerReason as P};
+        let refused = |r: &str| Some(K::RefusedByPeer(P::from_wire(r)));
+        let exists = Some(K::Local {
+            io: Some(std::io::ErrorKind::AlreadyExists),
+        });
+        assert_eq!(advice(exists.clone(), true), " (use --force to overwrite)");
+        assert_eq!(advice(exists, false), "");
+        assert_eq!(
+            advice(refused("file exists"), false),
+            " (use --force on the receiver)"
+        );
+        // A `get --resume` whose copy differs: this end's --force.
+        let differs = "the complete copy at the client differs from the server's file (size or \
+             modification time)";
+        assert_eq!(
+            advice(refused(differs), true),
+            ": use --force to replace it"
+        );
+        for (wire, said) in [
+            ("this receiver waits for a one-time code", ": use --code"),
+            (
+                "this receiver waits for a one-time code: use send --code",
+                ": use --code",
+            ),
+            (
+                "this receiver takes no one-time code",
+                ": start the receiver with --code",
+            ),
+            (
+                "this receiver takes no one-time code: run recv --code",
+                ": start the receiver with --code",
+            ),
+        ] {
+            assert_eq!(advice(refused(wire), false), said, "{wire}");
+        }
+        assert_eq!(
+            advice(Some(K::PacketTooLarge), false),
+            ": use a smaller --packet-size"
+        );
+        assert_eq!(advice(Some(K::Network), false), "");
+        // The error as told: the library's words, then the advice.
+        let e = netblt::Error::Local("/tmp/x: file exists".into());
+        assert_eq!(
+            super::told_fetching(&e, Some(e.kind())),
+            "/tmp/x: file exists (use --force to overwrite)"
+        );
+        // A bundle's receiver that kept files of the names: one hint.
+        let list =
+            "1 of 3 entries could not be stored at the receiver\nt/b: file exists and differs";
+        let kind = K::AbortedByPeer(P::from_wire(list));
+        assert!(super::not_stored_hint("t", Some(&kind)).is_some());
+        let other = K::AbortedByPeer(P::from_wire(
+            "1 of 3 entries could not be stored at the receiver\nt/b: permission denied",
+        ));
+        assert_eq!(super::not_stored_hint("t", Some(&other)), None);
+    }
+
+    #[test]
+    fn a_diagnosis_setting_is_said_as_the_tools_flags() {
+        use netblt::LimitSetting as S;
+        assert_eq!(super::flags(Some(S::Rate)), " (--rate)");
+        assert_eq!(
+            super::flags(Some(S::FixedRate)),
+            " (--policy fixed, --rate)"
+        );
+        assert_eq!(super::flags(Some(S::LiveRate)), " (--rate-file)");
+        assert_eq!(super::flags(Some(S::BufferSize)), " (--buffer-size)");
+        assert_eq!(
+            super::flags(Some(S::Buffers)),
+            " (--buffers, --buffer-size)"
+        );
+        assert_eq!(super::flags(None), "");
     }
 
     #[test]

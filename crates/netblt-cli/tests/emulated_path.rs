@@ -181,7 +181,13 @@ fn packets_larger_than_the_path_mtu_get_a_clear_error() {
         .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("smaller --packet-size"), "{stderr}");
+    // The library's words, then the tool's flag from the kind (F25).
+    assert!(
+        stderr.contains(
+            "(MTU; packets of 1400 bytes fit a 1500-byte MTU): use a smaller --packet-size"
+        ),
+        "{stderr}"
+    );
     assert_no_namespace_left(&name);
 }
 

@@ -439,8 +439,39 @@ fn a_refused_transfer_is_a_line_at_the_receiver_and_ends_once() {
     let (rcode, _, rerr) = r.finish(T);
     assert_eq!(rcode, Some(3), "{rerr}");
     assert!(rerr.contains("x.bin <- "), "{rerr}");
-    assert!(rerr.contains(": refused: file exists"), "{rerr}");
+    assert!(
+        rerr.contains(": refused: file exists (use --force on the receiver)"),
+        "{rerr}"
+    );
     assert_eq!(std::fs::read(dst.path().join("x.bin")).unwrap(), b"other");
+}
+
+/// F25: a one-time code given to a receiver that takes none, and none given
+/// to one that waits for one: the library's reasons name no flag, the tool
+/// says which to use.
+#[test]
+fn a_one_time_code_refusal_names_the_flag_to_use() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let p = src.path().join("c.bin");
+    write(&p, b"payload");
+    let dir = dst.path().to_str().unwrap();
+    let r = Recv::start(&["--dir", dir]);
+    let (code, _, e) = run(&["send", p.to_str().unwrap(), &r.addr, "--code"], T);
+    assert_eq!(code, Some(1), "{e}");
+    assert!(
+        e.contains("takes no one-time code: start the receiver with --code"),
+        "{e}"
+    );
+    drop(r);
+    let words =
+        netblt::crypto::OneTimeCode::generate(&mut netblt::crypto::SeededRandom::from_u64(25))
+            .to_string();
+    let r = Recv::start(&["--dir", dir, "--code", &words]);
+    let (code, _, e) = run(&["send", p.to_str().unwrap(), &r.addr], T);
+    assert_eq!(code, Some(1), "{e}");
+    assert!(e.contains("waits for a one-time code: use --code"), "{e}");
+    assert!(!dst.path().join("c.bin").exists());
 }
 
 /// F14: `get -o DIR/` with no such directory fails before anything is

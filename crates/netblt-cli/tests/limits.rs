@@ -35,10 +35,12 @@ fn send_at_a_fixed_rate_says_the_rate_limited_it() {
     let (code, out, e) = run(&[&["send", f, &r.addr][..], &fixed[..]].concat(), T);
     assert_eq!(code, Some(0), "{e}");
     let why = out.lines().find(|l| l.starts_with("why: ")).expect(&out);
+    // The library names its setting, the tool its flags (F25).
     assert!(
-        why.starts_with("why: limited by --policy fixed at --rate: 20 Mb/s paced"),
+        why.starts_with("why: limited by the fixed policy at its rate: 20 Mb/s paced"),
         "{why}"
     );
+    assert!(why.ends_with(" (--policy fixed, --rate)"), "{why}");
     let (code, out, e) = run(
         &[&["send", f, &r.addr, "--json"][..], &fixed[..]].concat(),
         T,

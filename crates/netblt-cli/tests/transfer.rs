@@ -132,12 +132,17 @@ fn read_mode_get() {
     assert_eq!(code, Some(0), "stdout: {o}\nstderr: {e}");
     assert_eq!(std::fs::read(&target).unwrap(), data(123_457, 5));
     // Existing output: refused locally without --force, overwritten with it.
+    // The library says "file exists" (kind AlreadyExists), the tool its
+    // flag (F25).
     let (code, _, e) = run(
         &["get", &r.addr, "pub/f.bin", "-o", target.to_str().unwrap()],
         T,
     );
     assert_eq!(code, Some(3), "{e}");
-    assert!(e.contains("file exists"), "{e}");
+    assert!(
+        e.contains("got.bin: file exists (use --force to overwrite)"),
+        "{e}"
+    );
     let (code, _, e) = run(
         &[
             "get",
@@ -237,7 +242,10 @@ fn existing_file_refused_unless_force() {
     let r = Recv::start(&["--dir", dst.path().to_str().unwrap()]);
     let (code, _, e) = send(&[&p], &r.addr, &[]);
     assert_eq!(code, Some(1), "{e}");
-    assert!(e.contains("file exists"), "{e}");
+    assert!(
+        e.contains("file exists (use --force on the receiver)"),
+        "{e}"
+    );
     assert_eq!(std::fs::read(dst.path().join("same")).unwrap(), b"old");
     drop(r);
     let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--force"]);

@@ -399,9 +399,11 @@ pub fn get(
         .filter(|m| m.is_file() && opts.resume && !opts.overwrite)
         .and_then(|m| Some(Have::complete(m.len(), mtime_ns(m)?)));
     if there.is_some() && !is_dir && !opts.overwrite && complete.is_none() {
+        // "PATH: file exists": Error::kind reads it as AlreadyExists (F25).
         return Err(Error::Local(format!(
-            "{}: file exists (use --force to overwrite)",
-            out.display()
+            "{}: {}",
+            out.display(),
+            crate::error::WIRE_FILE_EXISTS
         )));
     }
     // M17: a directory fetched again: the server first learns which files
@@ -581,7 +583,7 @@ fn file_target(
             // which sends the file whole instead of comparing.
             return Err(AppError::new(
                 Kind::Local,
-                format!("{}: file exists (use --force to overwrite)", out.display()),
+                format!("{}: {}", out.display(), crate::error::WIRE_FILE_EXISTS),
                 "the client has a complete copy (a server older than F12)",
             )
             .because(crate::ErrorKind::Local {

@@ -34,8 +34,10 @@ use crate::report::TransferReport;
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Limit {
-    /// The rate the user allowed: `--rate` held the adaptive controller at
-    /// its cap, or `--policy fixed` sent at that rate.
+    /// The rate the user allowed: the cap
+    /// ([`SendOptions::rate`](crate::SendOptions::rate), or a maximum set
+    /// through [`RateControl`](crate::RateControl)) held the adaptive
+    /// controller there, or the fixed policy sent at that rate.
     RateCap,
     /// The path: its bottleneck rate, round trip and loss, as the rate
     /// controller measured them (or the loss a fixed rate met).
@@ -100,6 +102,31 @@ pub struct Diagnosis {
     /// The measurements behind the verdict, by name (rates in bits/s,
     /// times in milliseconds, fractions 0..1).
     pub figures: BTreeMap<&'static str, f64>,
+    /// The setting the message names, that held the transfer there or
+    /// whose change avoids the limit, when it names one: for a program (a
+    /// tool names its own option for it, F25). Not in the JSON form.
+    #[serde(skip)]
+    pub setting: Option<LimitSetting>,
+}
+
+/// A setting a [`Diagnosis`] names ([`Diagnosis::setting`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LimitSetting {
+    /// The rate cap: [`SendOptions::rate`](crate::SendOptions::rate) (or
+    /// the receiving end's maximum).
+    Rate,
+    /// The fixed policy ([`Policy::Fixed`](crate::Policy)) at its rate.
+    FixedRate,
+    /// The maximum set while the transfer ran
+    /// ([`RateControl::set_max_rate`](crate::RateControl::set_max_rate)).
+    LiveRate,
+    /// Larger buffers
+    /// ([`TransferParams::buffer_size`](crate::proto::TransferParams)).
+    BufferSize,
+    /// More or larger buffers (`TransferParams::max_buffers`,
+    /// `buffer_size`).
+    Buffers,
 }
 
 impl fmt::Display for Diagnosis {
@@ -387,14 +414,17 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
     if i.fixed {
         d.fig("cap_bps", i.cap_bps);
         if pacer_binding {
-            return Some(d.say(
-                Limit::RateCap,
-                format!(
-                    "limited by --policy fixed at --rate: {} paced (in whole-packet bursts), {} achieved",
-                    rate(i.cap_bps),
-                    rate(i.achieved_bps)
-                ),
-            ));
+            return Some(
+                d.say(
+                    Limit::RateCap,
+                    format!(
+                        "limited by the fixed policy at its rate: {} paced (in whole-packet bursts), {} achieved",
+                        rate(i.cap_bps),
+                        rate(i.achieved_bps)
+                    ),
+                )
+                .naming(Some(LimitSetting::FixedRate)),
+            );
         }
         let loss = resent;
         if loss >= LOSSY {
@@ -435,26 +465,32 @@ pub(crate) fn diagnose(i: &LimitInputs) -> Option<Diagnosis> {
     }
     if cap >= MOSTLY {
         d.fig("cap_share", cap);
-        let what = match i.live_cap_bps {
+        let (what, setting) = match i.live_cap_bps {
             Some(live) => {
                 d.fig("cap_bps", live);
-                format!(
-                    "the rate limit set while it ran (--rate-file; the last: {})",
-                    rate(live)
+                (
+                    format!("the rate limit set while it ran (the last: {})", rate(live)),
+                    LimitSetting::LiveRate,
                 )
             }
             None => {
                 d.fig("cap_bps", i.cap_bps);
-                format!("--rate (the cap: {})", rate(i.cap_bps))
+                (
+                    format!("the rate cap ({})", rate(i.cap_bps)),
+                    LimitSetting::Rate,
+                )
             }
         };
-        return Some(d.say(
-            Limit::RateCap,
-            format!(
-                "limited by {what}: the rate controller was held there {} of the time",
-                pct(cap)
-            ),
-        ));
+        return Some(
+            d.say(
+                Limit::RateCap,
+                format!(
+                    "limited by {what}: the rate controller was held there {} of the time",
+                    pct(cap)
+                ),
+            )
+            .naming(Some(setting)),
+        );
     }
     if rx >= MOSTLY {
         return Some(window(i, rx, mean_pacing, d));
@@ -520,9 +556,10 @@ fn stuck_startup(
         None => String::new(),
     };
     // Buffers of a few packets: the case seen, and what avoids it.
-    let packets = few_packets(i).map_or(String::new(), |p| {
+    let few = few_packets(i);
+    let packets = few.map_or(String::new(), |p| {
         format!(
-            "; with buffers of {p} packet{}, a larger --buffer-size avoids it",
+            "; with buffers of {p} packet{}, larger buffers avoid it",
             if p == 1.0 { "" } else { "s" }
         )
     });
@@ -534,6 +571,7 @@ fn stuck_startup(
             pct(held)
         ),
     )
+    .naming(few.map(|_| LimitSetting::BufferSize))
 }
 
 /// Packets per buffer, when a buffer is at most eight packets (the
@@ -574,14 +612,16 @@ fn hold(
             // (R69: 1400-byte buffers on loopback waited 38 % of the time
             // for a GO from `recv --sink`, which has no disk).
             if let Some(p) = few_packets(i) {
-                return d.say(
-                    Limit::ReceiverDisk,
-                    format!(
-                        "limited by the receiver's buffer grants: with buffers of {p} packet{}, each waits for its own GO, and none was granted {} of the time while data was ready; a larger --buffer-size avoids it",
-                        if p == 1.0 { "" } else { "s" },
-                        pct(s)
-                    ),
-                );
+                return d
+                    .say(
+                        Limit::ReceiverDisk,
+                        format!(
+                            "limited by the receiver's buffer grants: with buffers of {p} packet{}, each waits for its own GO, and none was granted {} of the time while data was ready; larger buffers avoid it",
+                            if p == 1.0 { "" } else { "s" },
+                            pct(s)
+                        ),
+                    )
+                    .naming(Some(LimitSetting::BufferSize));
             }
             d.say(
                 Limit::ReceiverDisk,
@@ -809,10 +849,11 @@ fn window(i: &LimitInputs, s: f64, mean_pacing: f64, mut d: Verdict) -> Diagnosi
         msg += &format!(", allowing at most {}", rate(m));
     }
     msg += &format!(
-        "; the sender waited for its OKs {} of the time (raise --buffers or --buffer-size)",
+        "; the sender waited for its OKs {} of the time: more or larger buffers avoid it",
         pct(s)
     );
     d.say(Limit::ReceiverWindow, msg)
+        .naming(Some(LimitSetting::Buffers))
 }
 
 /// The path as the controller measured it (or, at a fixed rate, the loss).
@@ -887,7 +928,15 @@ impl Verdict {
             limit,
             message,
             figures: self.figures,
+            setting: None,
         }
+    }
+}
+
+impl Diagnosis {
+    /// The same, naming `setting` (its words are in the message).
+    fn naming(self, setting: Option<LimitSetting>) -> Diagnosis {
+        Diagnosis { setting, ..self }
     }
 }
 
@@ -1065,9 +1114,10 @@ mod tests {
         assert_eq!(d.limit, Limit::RateCap);
         assert!(
             d.message
-                .contains("--policy fixed at --rate: 20 Mb/s paced"),
+                .contains("the fixed policy at its rate: 20 Mb/s paced"),
             "{d}"
         );
+        assert_eq!(d.setting, Some(LimitSetting::FixedRate));
         assert_eq!(d.figures["cap_bps"], 20e6);
     }
 
@@ -1085,10 +1135,10 @@ mod tests {
         let d = limit(&i);
         assert_eq!(d.limit, Limit::RateCap);
         assert!(
-            d.message
-                .starts_with("limited by --rate (the cap: 50 Mb/s)"),
+            d.message.starts_with("limited by the rate cap (50 Mb/s)"),
             "{d}"
         );
+        assert_eq!(d.setting, Some(LimitSetting::Rate));
         // The same under a cap set while it ran (R27): that cap is named.
         let live = LimitInputs {
             live_cap_bps: Some(8e6),
@@ -1096,7 +1146,12 @@ mod tests {
         };
         let d = limit(&live);
         assert_eq!(d.limit, Limit::RateCap);
-        assert!(d.message.contains("--rate-file; the last: 8 Mb/s"), "{d}");
+        assert!(
+            d.message
+                .contains("the rate limit set while it ran (the last: 8 Mb/s)"),
+            "{d}"
+        );
+        assert_eq!(d.setting, Some(LimitSetting::LiveRate));
         assert_eq!(d.figures["cap_bps"], 8e6);
     }
 
@@ -1205,6 +1260,11 @@ mod tests {
             ),
             "{d}"
         );
+        assert!(
+            d.message.ends_with(": more or larger buffers avoid it"),
+            "{d}"
+        );
+        assert_eq!(d.setting, Some(LimitSetting::Buffers));
         assert_eq!(d.figures["window_bytes"], 65_536.0);
     }
 
@@ -1262,9 +1322,10 @@ mod tests {
         assert!(d.message.contains("not the receiver"), "{d}");
         assert!(
             d.message
-                .contains("buffers of 1 packet, a larger --buffer-size"),
+                .contains("buffers of 1 packet, larger buffers avoid it"),
             "{d}"
         );
+        assert_eq!(d.setting, Some(LimitSetting::BufferSize));
         assert_eq!(d.figures["waiting_share"], 0.95);
         // A start-up of a few round trips is short, not stuck: the missing
         // GOs are the receiver's, as before.
@@ -1642,7 +1703,10 @@ mod tests {
 
     #[test]
     fn limits_serialize_as_short_names() {
-        let d = Verdict::default().say(Limit::ReceiverWindow, "x".into());
+        // The setting named is not in the JSON (F25: the form is as before).
+        let d = Verdict::default()
+            .say(Limit::ReceiverWindow, "x".into())
+            .naming(Some(LimitSetting::Buffers));
         let j = serde_json::to_string(&d).unwrap();
         assert_eq!(
             j,

@@ -113,11 +113,24 @@ impl Error {
     /// error built outside this crate, and one returned before a transfer
     /// started, has the kind its variant says: `InvalidOptions`,
     /// `Local { io: None }`, `Network`, `NothingListening` (for
-    /// [`Error::Refused`]) or `Other` (for [`Error::Failed`]).
+    /// [`Error::Refused`]) or `Other` (for [`Error::Failed`]); except an
+    /// [`Error::Local`] whose message ends in ": file exists" (this crate's
+    /// words for a file it does not replace without
+    /// [`SendOptions::overwrite`](crate::SendOptions::overwrite), as
+    /// [`get`](crate::get) returns before asking anyone), which is
+    /// `Local { io: Some(AlreadyExists) }`.
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Transfer(r) => r.error_kind().unwrap_or(ErrorKind::Other),
             Error::InvalidOptions(_) => ErrorKind::InvalidOptions,
+            // F25: the variant holds a bare String, and a field or a new
+            // variant would break every caller that builds or matches
+            // `Error::Local(m)`; the crate's own ending for this one failure
+            // is its side channel (a caller's error in the same words means
+            // the same thing).
+            Error::Local(m) if m.ends_with(EXISTS_ENDING) => ErrorKind::Local {
+                io: Some(std::io::ErrorKind::AlreadyExists),
+            },
             Error::Local(_) => ErrorKind::Local { io: None },
             Error::Network(_) => ErrorKind::Network,
             Error::Refused(_) => ErrorKind::NothingListening,
@@ -167,6 +180,11 @@ pub enum ErrorKind {
     /// The network: a socket that cannot be opened, a host unreachable, a
     /// peer gone ([`Error::Network`]).
     Network,
+    /// The kernel refused datagrams larger than the path allows (its MTU,
+    /// `EMSGSIZE`; an [`Error::Network`]): a smaller
+    /// [`TransferParams::packet_size`](crate::proto::TransferParams) fits (1400
+    /// bytes on a 1500-byte path).
+    PacketTooLarge,
     /// Nothing listens at the address: "port unreachable" before any
     /// answer ([`Error::Refused`]).
     NothingListening,
@@ -181,7 +199,9 @@ pub enum ErrorKind {
     /// The peer refused the transfer (REFUSED, before any data), for this
     /// reason.
     RefusedByPeer(PeerReason),
-    /// The peer aborted the transfer (ABORT), for this reason.
+    /// The peer aborted the transfer (ABORT), for this reason; or its
+    /// receiver ended it with a QUIT listing a bundle's entries it could not
+    /// store ([`PeerReason::EntriesNotStored`]).
     AbortedByPeer(PeerReason),
     /// The receiver's key is not the one pinned for its address in
     /// `known_hosts`: someone may be in the middle, or the receiver's key
@@ -213,6 +233,7 @@ impl ErrorKind {
         matches!(
             self,
             ErrorKind::Network
+                | ErrorKind::PacketTooLarge
                 | ErrorKind::Cancelled
                 | ErrorKind::PeerSilent
                 | ErrorKind::AbortedByPeer(PeerReason::Cancelled)
@@ -242,9 +263,14 @@ pub enum PeerReason {
     EncryptionRequired,
     /// The receiver runs plain RFC 998 and this end requires encryption.
     PeerInsecure,
-    /// A one-time code that does not match, or one given to a receiver
-    /// that waits for none (or none given to one that waits for one).
+    /// A one-time code that does not match the receiver's.
     CodeMismatch,
+    /// The receiver waits for a one-time code and this end gave none
+    /// ([`Encryption::code`](crate::Encryption)).
+    CodeRequired,
+    /// This end gave a one-time code and the receiver waits for none: it
+    /// authenticates by keys.
+    CodeNotExpected,
     /// A `get` from a receiver that does not serve files
     /// ([`ReceiverOptions::serve`](crate::ReceiverOptions)).
     ReadingNotEnabled,
@@ -263,6 +289,15 @@ pub enum PeerReason {
     DiskFull,
     /// The data did not check at the peer.
     Integrity,
+    /// The receiver of a bundle could not store some of its entries (a
+    /// QUIT listing them, one per line, in the error's message); the
+    /// others are in place. `exists`: one or more of them because a file
+    /// of that name is there and differs, which a receiver replaces only
+    /// with [`ReceiverOptions::overwrite`](crate::ReceiverOptions::overwrite).
+    EntriesNotStored {
+        /// Some entries exist at the receiver (and differ).
+        exists: bool,
+    },
     /// Another reason (a [`DataHandler`](crate::DataHandler)'s own words,
     /// an older or another implementation's): its text.
     Other(String),
@@ -273,7 +308,7 @@ impl PeerReason {
     /// (current and earlier wordings) as their kind, anything else as
     /// [`Other`](Self::Other). Never fails.
     pub fn from_wire(reason: &str) -> PeerReason {
-        use crate::app::meta::{ALREADY_THERE, DIFFERS_THERE};
+        use crate::app::meta::{ALREADY_THERE, DIFFERS_THERE, DIFFERS_THERE_OLD};
         use crate::driver::secure::{IS_INSECURE, NEEDS_ENCRYPTION};
         let r = reason.trim();
         // Exact reasons first, then the families that carry a name, a key
@@ -283,20 +318,23 @@ impl PeerReason {
                 return PeerReason::FileExists
             }
             ALREADY_THERE => return PeerReason::AlreadyThere,
-            DIFFERS_THERE => return PeerReason::FileExists,
+            DIFFERS_THERE | DIFFERS_THERE_OLD => return PeerReason::FileExists,
             NEEDS_ENCRYPTION => return PeerReason::EncryptionRequired,
             IS_INSECURE => return PeerReason::PeerInsecure,
             crate::app::names::NOT_ALLOWED => return PeerReason::NameNotAllowed,
             WIRE_NOT_SERVING | WIRE_NOT_SERVING_OLD => return PeerReason::ReadingNotEnabled,
             WIRE_SHUTTING_DOWN => return PeerReason::ShuttingDown,
-            WIRE_CODE_MISMATCH | WIRE_WANTS_CODE | WIRE_TAKES_NO_CODE => {
-                return PeerReason::CodeMismatch
-            }
+            WIRE_CODE_MISMATCH => return PeerReason::CodeMismatch,
+            WIRE_WANTS_CODE | WIRE_WANTS_CODE_OLD => return PeerReason::CodeRequired,
+            WIRE_TAKES_NO_CODE | WIRE_TAKES_NO_CODE_OLD => return PeerReason::CodeNotExpected,
             "interrupted" | "interrupted by the user" | "receiver interrupted" => {
                 return PeerReason::Cancelled
             }
             "size mismatch" | "digest mismatch" => return PeerReason::Integrity,
             _ => {}
+        }
+        if let Some(exists) = not_stored(r) {
+            return PeerReason::EntriesNotStored { exists };
         }
         if let Some(op) = r
             .strip_prefix("unknown operation '")
@@ -325,15 +363,23 @@ impl PeerReason {
 
 /// The reasons [`PeerReason::from_wire`] knows by their exact text, the
 /// ones this version sends and (`..._OLD`) the wordings of versions before
-/// F20, which named the tool's flags.
+/// F20 and F25, which named the tool's flags.
 ///
 /// A put of a file that exists at a receiver without `overwrite`
-/// ([`PeerReason::FileExists`]).
+/// ([`PeerReason::FileExists`]); also this end's word for a file it does
+/// not replace (`get`, a bundle's entry: EEXIST).
 pub(crate) const WIRE_FILE_EXISTS: &str = "file exists";
 const WIRE_FILE_EXISTS_OLD: &str = "file exists (use --force on the receiver)";
+/// How an [`Error::Local`] for a file not replaced ends ("PATH: file
+/// exists"): [`Error::kind`] reads it as `AlreadyExists` (F25).
+const EXISTS_ENDING: &str = ": file exists";
 /// A bundle's entry that exists and differs (a QUIT line, an ABORT).
-const WIRE_DIFFERS: &str = "file exists and differs";
+pub(crate) const WIRE_DIFFERS: &str = "file exists and differs";
 const WIRE_DIFFERS_OLD: &str = "file exists and differs (use --force on the receiver)";
+/// The same two as a client fetching a directory said them before F25 (its
+/// own `--force` meant), in its QUIT to the server.
+const WIRE_FILE_EXISTS_FETCH_OLD: &str = "file exists (use --force)";
+const WIRE_DIFFERS_FETCH_OLD: &str = "file exists and differs (use --force)";
 /// A `get` from a receiver that serves nothing.
 pub(crate) const WIRE_NOT_SERVING: &str = "reading not enabled";
 const WIRE_NOT_SERVING_OLD: &str = "reading not enabled (start the receiver with --serve)";
@@ -341,21 +387,73 @@ const WIRE_NOT_SERVING_OLD: &str = "reading not enabled (start the receiver with
 pub(crate) const WIRE_SHUTTING_DOWN: &str = "receiver shutting down";
 /// One-time codes (the driver's secure layer).
 const WIRE_CODE_MISMATCH: &str = "the one-time code does not match";
-pub(crate) const WIRE_WANTS_CODE: &str = "this receiver waits for a one-time code: use send --code";
-pub(crate) const WIRE_TAKES_NO_CODE: &str = "this receiver takes no one-time code: run recv --code";
+pub(crate) const WIRE_WANTS_CODE: &str = "this receiver waits for a one-time code";
+const WIRE_WANTS_CODE_OLD: &str = "this receiver waits for a one-time code: use send --code";
+pub(crate) const WIRE_TAKES_NO_CODE: &str = "this receiver takes no one-time code";
+const WIRE_TAKES_NO_CODE_OLD: &str = "this receiver takes no one-time code: run recv --code";
 /// Before F20, a refused key's reason ended so.
 const NOT_AUTHORIZED_OLD_TAIL: &str = " (add the sender's `netblt id` line to the receiver's \
      authorized_keys, or run recv --accept-any)";
+/// The first line of a bundle receiver's QUIT: "N of M entries could not be
+/// stored at the receiver" (`FilesReport::quit_reason`).
+const NOT_STORED_TAIL: &str = " entries could not be stored at the receiver";
+
+/// A bundle receiver's QUIT list: `Some(exists)` when `r` is one, `exists`
+/// when an entry's line (`NAME: REASON`) says the file exists there, in
+/// this version's words or an older one's.
+fn not_stored(r: &str) -> Option<bool> {
+    let mut lines = r.lines();
+    let (n, m) = lines
+        .next()?
+        .strip_suffix(NOT_STORED_TAIL)?
+        .split_once(" of ")?;
+    if n.parse::<u64>().is_err() || m.parse::<u64>().is_err() {
+        return None;
+    }
+    let exists = lines.any(|l| {
+        let l = l.trim_end();
+        let said = |w: &str| l.strip_suffix(w).is_some_and(|name| name.ends_with(": "));
+        said(WIRE_FILE_EXISTS) || said(WIRE_DIFFERS) || ENTRY_OLD.iter().any(|(o, _)| said(o))
+    });
+    Some(exists)
+}
+
+/// An entry's reasons that said its file exists at the receiver before F25,
+/// and what this version says ([`neutral`]).
+const ENTRY_OLD: [(&str, &str); 4] = [
+    (WIRE_FILE_EXISTS_OLD, WIRE_FILE_EXISTS),
+    (WIRE_DIFFERS_OLD, WIRE_DIFFERS),
+    (WIRE_FILE_EXISTS_FETCH_OLD, WIRE_FILE_EXISTS),
+    (WIRE_DIFFERS_FETCH_OLD, WIRE_DIFFERS),
+];
 
 /// A peer's reason as this end says it: the tool's advice the wordings
-/// before F20 carried (see [`WIRE_FILE_EXISTS`]) left out, for the program
-/// that knows the [`PeerReason`] to give its own.
+/// before F20 and F25 carried (see [`WIRE_FILE_EXISTS`]) left out, for the
+/// program that knows the [`PeerReason`] to give its own. A reason of many
+/// lines (a bundle receiver's QUIT list) is read line by line, an entry's
+/// `NAME: REASON` by its reason.
 pub(crate) fn neutral(reason: &str) -> String {
     let r = reason.trim();
+    if r.contains('\n') {
+        // Split on '\n' alone: the peer's other characters stay as sent.
+        return r
+            .split('\n')
+            .map(neutral_line)
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
+    neutral_line(r)
+}
+
+fn neutral_line(r: &str) -> String {
     let old = [
-        (WIRE_FILE_EXISTS_OLD, WIRE_FILE_EXISTS),
-        (WIRE_DIFFERS_OLD, WIRE_DIFFERS),
         (WIRE_NOT_SERVING_OLD, WIRE_NOT_SERVING),
+        (WIRE_WANTS_CODE_OLD, WIRE_WANTS_CODE),
+        (WIRE_TAKES_NO_CODE_OLD, WIRE_TAKES_NO_CODE),
+        (
+            crate::app::meta::DIFFERS_THERE_OLD,
+            crate::app::meta::DIFFERS_THERE,
+        ),
         (
             "this receiver requires encryption: run the sender without --insecure",
             crate::driver::secure::NEEDS_ENCRYPTION,
@@ -366,8 +464,14 @@ pub(crate) fn neutral(reason: &str) -> String {
             crate::driver::secure::IS_INSECURE,
         ),
     ];
-    if let Some((_, new)) = old.iter().find(|(o, _)| *o == r) {
+    if let Some((_, new)) = old.iter().chain(&ENTRY_OLD).find(|(o, _)| *o == r) {
         return (*new).to_string();
+    }
+    // A bundle's entry: "NAME: REASON" (the name is the peer's, any text).
+    for (o, new) in &ENTRY_OLD {
+        if let Some(name) = r.strip_suffix(o).and_then(|n| n.strip_suffix(": ")) {
+            return format!("{name}: {new}");
+        }
     }
     r.strip_suffix(NOT_AUTHORIZED_OLD_TAIL)
         .unwrap_or(r)
@@ -447,6 +551,12 @@ pub(crate) fn connection_kind(e: &netblt_proto::ConnectionError) -> ErrorKind {
         E::OpenTimeout { .. } => ErrorKind::ConnectTimeout,
         E::Refused { reason } => ErrorKind::RefusedByPeer(PeerReason::from_wire(reason)),
         E::PeerAborted { reason } => ErrorKind::AbortedByPeer(PeerReason::from_wire(reason)),
+        // A QUIT from this crate's receivers lists a bundle's entries it
+        // could not store; another's QUIT is its own words.
+        E::PeerQuit { reason } => match PeerReason::from_wire(reason) {
+            r @ PeerReason::EntriesNotStored { .. } => ErrorKind::AbortedByPeer(r),
+            _ => ErrorKind::Other,
+        },
         _ => ErrorKind::Other,
     }
 }
@@ -478,9 +588,8 @@ pub(crate) fn io_reason(e: &std::io::Error) -> String {
         Some(libc::EDQUOT) => "disk quota exceeded (EDQUOT)".into(),
         Some(libc::EACCES) | Some(libc::EPERM) => "permission denied".into(),
         Some(libc::ENOENT) => "no such file".into(),
-        // Still the tool's advice: a bundle entry's reason (FileFailure)
-        // is shown as it is (F20's "not done").
-        Some(libc::EEXIST) => WIRE_FILE_EXISTS_OLD.into(),
+        // No advice (F25): the tool gives its own from the kind.
+        Some(libc::EEXIST) => WIRE_FILE_EXISTS.into(),
         Some(libc::EROFS) => "read-only file system".into(),
         Some(libc::EISDIR) => "is a directory".into(),
         Some(libc::ENAMETOOLONG) => "name too long for the receiver's file system".into(),
@@ -525,8 +634,39 @@ mod tests {
                 P::PeerInsecure,
             ),
             ("the one-time code does not match", P::CodeMismatch),
-            (WIRE_WANTS_CODE, P::CodeMismatch),
-            (WIRE_TAKES_NO_CODE, P::CodeMismatch),
+            (WIRE_WANTS_CODE, P::CodeRequired),
+            (
+                "this receiver waits for a one-time code: use send --code",
+                P::CodeRequired,
+            ),
+            (WIRE_TAKES_NO_CODE, P::CodeNotExpected),
+            (
+                "this receiver takes no one-time code: run recv --code",
+                P::CodeNotExpected,
+            ),
+            (
+                "the complete copy at the client differs from the server's file (size or \
+                 modification time): use --force to replace it",
+                P::FileExists,
+            ),
+            (
+                "2 of 9 entries could not be stored at the receiver\nt/a: permission denied\n\
+                 t/b: file exists and differs",
+                P::EntriesNotStored { exists: true },
+            ),
+            (
+                "1 of 3 entries could not be stored at the receiver\nt/b: file exists and \
+                 differs (use --force on the receiver)\n(and 4 more)",
+                P::EntriesNotStored { exists: true },
+            ),
+            (
+                "1 of 3 entries could not be stored at the receiver\nt/a: permission denied",
+                P::EntriesNotStored { exists: false },
+            ),
+            (
+                "x of 3 entries could not be stored at the receiver",
+                P::Other("x of 3 entries could not be stored at the receiver".into()),
+            ),
             (WIRE_NOT_SERVING, P::ReadingNotEnabled),
             (
                 "reading not enabled (start the receiver with --serve)",
@@ -583,9 +723,83 @@ mod tests {
             "key nbfp:x is not authorized"
         );
         assert_eq!(neutral("handler gave up"), "handler gave up");
-        for r in [WIRE_FILE_EXISTS, WIRE_NOT_SERVING, WIRE_SHUTTING_DOWN] {
+        // F25: the code refusals, a `get --resume`'s differing copy.
+        assert_eq!(
+            neutral("this receiver waits for a one-time code: use send --code"),
+            WIRE_WANTS_CODE
+        );
+        assert_eq!(
+            neutral("this receiver takes no one-time code: run recv --code"),
+            WIRE_TAKES_NO_CODE
+        );
+        assert_eq!(
+            neutral(crate::app::meta::DIFFERS_THERE_OLD),
+            crate::app::meta::DIFFERS_THERE
+        );
+        // A bundle's QUIT list, line by line; an entry's name is kept
+        // whatever it says.
+        assert_eq!(
+            neutral(
+                "2 of 5 entries could not be stored at the receiver\n\
+                 t/b: file exists and differs (use --force on the receiver)\n\
+                 t/x: y: file exists (use --force)\nt/c: permission denied"
+            ),
+            "2 of 5 entries could not be stored at the receiver\nt/b: file exists and differs\n\
+             t/x: y: file exists\nt/c: permission denied"
+        );
+        for r in [
+            WIRE_FILE_EXISTS,
+            WIRE_NOT_SERVING,
+            WIRE_SHUTTING_DOWN,
+            WIRE_WANTS_CODE,
+            WIRE_TAKES_NO_CODE,
+            crate::app::meta::DIFFERS_THERE,
+            "t/b: file exists and differs",
+        ] {
             assert_eq!(neutral(r), r);
         }
+        // No reason this version sends names a flag of the tool.
+        for r in [
+            WIRE_FILE_EXISTS,
+            WIRE_DIFFERS,
+            WIRE_NOT_SERVING,
+            WIRE_WANTS_CODE,
+            WIRE_TAKES_NO_CODE,
+            crate::app::meta::DIFFERS_THERE,
+            crate::receiver::DISCARDED,
+        ] {
+            assert!(!r.contains("--"), "{r}");
+        }
+    }
+
+    /// F25: a `get` to a file that is there returns a direct
+    /// `Error::Local`, whose kind its words carry; the words of any other
+    /// local error do not.
+    #[test]
+    fn a_local_file_exists_is_already_exists() {
+        let exists = ErrorKind::Local {
+            io: Some(std::io::ErrorKind::AlreadyExists),
+        };
+        assert_eq!(Error::Local("/tmp/a b: file exists".into()).kind(), exists);
+        let e: Error =
+            AppError::io("/tmp/x", &std::io::Error::from_raw_os_error(libc::EEXIST)).into();
+        assert_eq!(e.to_string(), "/tmp/x: file exists");
+        assert_eq!(e.kind(), exists);
+        for other in [
+            "/tmp/file exists: permission denied",
+            "file exists",
+            "/tmp/x: file exists and differs",
+        ] {
+            assert_eq!(
+                Error::Local(other.into()).kind(),
+                ErrorKind::Local { io: None },
+                "{other}"
+            );
+        }
+        assert_eq!(
+            Error::Failed("x: file exists".into()).kind(),
+            ErrorKind::Other
+        );
     }
 
     #[test]
@@ -607,6 +821,16 @@ mod tests {
             ErrorKind::AbortedByPeer(PeerReason::Cancelled)
         );
         assert!(connection_kind(&aborted).partial_kept());
+        // A QUIT listing a bundle's entries (F25); another's QUIT is Other.
+        let quit = |r: &str| E::PeerQuit { reason: r.into() };
+        assert_eq!(
+            connection_kind(&quit(
+                "1 of 2 entries could not be stored at the receiver\nd/f: file exists"
+            )),
+            ErrorKind::AbortedByPeer(PeerReason::EntriesNotStored { exists: true })
+        );
+        assert_eq!(connection_kind(&quit("bored")), ErrorKind::Other);
+        assert!(ErrorKind::PacketTooLarge.partial_kept());
         assert!(ErrorKind::PeerSilent.is_timeout() && ErrorKind::PeerSilent.partial_kept());
         // An error a program built itself has its variant's kind.
         assert_eq!(

@@ -118,7 +118,7 @@ pub use client::{
     bench, files_to_send, get, get_to_writer, send_bundle, send_dir, send_file, send_file_as,
     send_reader, send_stream, send_tar, send_walked_file, skip_same,
 };
-pub use diagnosis::{Diagnosis, Limit};
+pub use diagnosis::{Diagnosis, Limit, LimitSetting};
 pub use driver::passive::JunkCounts;
 pub use driver::secure::passive::FloodCounts;
 pub use driver::socket::DEFAULT_PORT;

@@ -69,6 +69,10 @@ pub struct Refusal {
     /// Not a failure: the `get --resume` client has the whole file
     /// already (it reports success).
     pub benign: bool,
+    /// The peer asked to read ([`get`](crate::get)): this end would have
+    /// sent. A [`PeerReason::FileExists`](crate::PeerReason) is then about
+    /// the client's copy, which the client's `overwrite` replaces.
+    pub read: bool,
 }
 
 /// Called by a [`Receiver`](crate::Receiver) with each transfer it refused.

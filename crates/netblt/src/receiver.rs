@@ -546,7 +546,11 @@ fn serve_get(
 }
 
 /// The note a sink's RESPONSE carries for a file or a bundle (F15 #11).
-const DISCARDED: &str = "the receiver discards what it receives (recv --sink): checked, not stored";
+pub(crate) const DISCARDED: &str =
+    "the receiver discards what it receives (a memory-to-memory test's sink): checked, not stored";
+/// The same before F25, naming the tool's flag.
+pub(crate) const DISCARDED_OLD: &str =
+    "the receiver discards what it receives (recv --sink): checked, not stored";
 
 /// The refusal of a directory to a client older than M15: said so, rather
 /// than "not a regular file", which sent users looking at the name.
@@ -646,11 +650,10 @@ impl Service for Policy {
     }
 
     fn refused(&mut self, inc: &Incoming, reason: &str) -> bool {
-        let name = match Request::decode(&inc.client) {
-            Ok(
-                Request::Put { name, .. } | Request::Get { name, .. } | Request::Bundle { name },
-            ) => name,
-            Ok(Request::Sink { .. }) => "memory-to-memory data".to_string(),
+        let (name, read) = match Request::decode(&inc.client) {
+            Ok(Request::Put { name, .. } | Request::Bundle { name }) => (name, false),
+            Ok(Request::Get { name, .. }) => (name, true),
+            Ok(Request::Sink { .. }) => ("memory-to-memory data".to_string(), false),
             // A check before a bundle or a `get` (M14, M17): the transfer
             // that follows is the one that counts. An OPEN that asks for
             // nothing we know is junk, not a transfer.
@@ -670,6 +673,7 @@ impl Service for Policy {
                 name,
                 reason: reason.to_string(),
                 benign,
+                read,
             });
         }
         self.more()

@@ -343,6 +343,9 @@ fn describe(e: &netblt_proto::ConnectionError) -> String {
         }
         E::Refused { reason } => format!("refused by peer: {}", neutral(reason)),
         E::PeerAborted { reason } => format!("aborted by peer: {}", neutral(reason)),
+        // A bundle's receiver lists the entries it could not store, an
+        // older one with the tool's advice on each (F25).
+        E::PeerQuit { reason } => format!("peer quit: {}", neutral(reason)),
         other => other.to_string(),
     }
 }

@@ -114,6 +114,109 @@ fn an_unknown_key_and_a_plain_sender_are_refused_as_such() {
     let _ = h.join().unwrap();
 }
 
+/// F25: a one-time code given to a receiver that authenticates by keys,
+/// and none given to one that waits for one: each its own kind, so that a
+/// tool can say which end to change; the words name no flag of the tool.
+#[test]
+fn a_one_time_code_refusal_says_which_end_lacks_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("f.bin");
+    std::fs::write(&src, data(10_000, 5)).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let words =
+        netblt::crypto::OneTimeCode::generate(&mut netblt::crypto::SeededRandom::from_u64(25))
+            .to_string();
+    let coded = |home: &str| {
+        let mut e = netblt::Encryption::default();
+        e.key_dir = Some(tmp.path().join(home));
+        e.code = Some(words.clone());
+        Security::Encrypted(e)
+    };
+    let (addr, stop, _, h) = serve(out.path(), encrypted(&tmp.path().join("r"), true));
+    let e = netblt::send_file(&src, addr, &send_options(coded("s"))).unwrap_err();
+    stop.store(true, Ordering::Relaxed);
+    let _ = h.join().unwrap();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::RefusedByPeer(PeerReason::CodeNotExpected),
+        "{e:?}"
+    );
+    assert!(!e.to_string().contains("--"), "{e}");
+    let (addr, stop, _, h) = serve(out.path(), coded("r2"));
+    let e = netblt::send_file(
+        &src,
+        addr,
+        &send_options(encrypted(&tmp.path().join("s2"), false)),
+    )
+    .unwrap_err();
+    stop.store(true, Ordering::Relaxed);
+    let _ = h.join().unwrap();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::RefusedByPeer(PeerReason::CodeRequired),
+        "{e:?}"
+    );
+    assert!(!e.to_string().contains("--"), "{e}");
+    assert!(!out.path().join("f.bin").exists());
+}
+
+/// F25: `get` to a file that is here fails before asking anyone, as a
+/// direct `Error::Local` whose kind is `AlreadyExists` (no field could
+/// carry it), in words that name no flag.
+#[test]
+fn a_get_to_a_file_that_is_here_is_already_exists() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dest = tmp.path().join("g.bin");
+    std::fs::write(&dest, b"mine").unwrap();
+    // Nothing listens there: nothing is asked.
+    let nobody: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let e = netblt::get(nobody, "g.bin", &dest, &send_options(Security::Insecure)).unwrap_err();
+    assert!(matches!(e, netblt::Error::Local(_)), "{e:?}");
+    assert_eq!(
+        e.kind(),
+        ErrorKind::Local {
+            io: Some(std::io::ErrorKind::AlreadyExists)
+        },
+        "{e:?}"
+    );
+    assert!(!e.to_string().contains("--"), "{e}");
+    assert_eq!(std::fs::read(&dest).unwrap(), b"mine");
+}
+
+/// F25: a bundle whose receiver keeps a file of the same name that differs:
+/// the receiver's QUIT list reads as `EntriesNotStored { exists: true }`,
+/// its lines without the tool's advice.
+#[test]
+fn a_bundle_entry_that_exists_is_entries_not_stored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let t = tmp.path().join("t");
+    std::fs::create_dir(&t).unwrap();
+    std::fs::write(t.join("a"), b"a").unwrap();
+    std::fs::write(t.join("b"), b"b").unwrap();
+    std::fs::create_dir(out.path().join("t")).unwrap();
+    std::fs::write(out.path().join("t/b"), b"old").unwrap();
+    let (addr, stop, _, h) = serve(out.path(), Security::Insecure);
+    let bundle = netblt::Bundle::walk(&[t]).unwrap();
+    let e = netblt::send_bundle(&bundle, addr, &send_options(Security::Insecure)).unwrap_err();
+    stop.store(true, Ordering::Relaxed);
+    let _ = h.join().unwrap();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::AbortedByPeer(PeerReason::EntriesNotStored { exists: true }),
+        "{e:?}"
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.lines().any(|l| l == "t/b: file exists and differs"),
+        "{msg}"
+    );
+    assert!(!msg.contains("--"), "{msg}");
+    assert!(!e.partial_kept(), "{e:?}");
+    assert_eq!(std::fs::read(out.path().join("t/a")).unwrap(), b"a");
+    assert_eq!(std::fs::read(out.path().join("t/b")).unwrap(), b"old");
+}
+
 #[test]
 fn the_stop_flag_cancels_and_the_receiver_hears_why() {
     let tmp = tempfile::tempdir().unwrap();

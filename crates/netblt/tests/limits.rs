@@ -56,7 +56,13 @@ fn a_fixed_rate_is_named_as_the_limit() {
     let d = r.limit.expect("a diagnosis");
     eprintln!("why: {d}");
     assert_eq!(d.limit, Limit::RateCap, "{d:?}");
-    assert!(d.message.contains("--policy fixed"), "{}", d.message);
+    // The library names its own settings, not the tool's flags (F25).
+    assert!(
+        d.message.contains("the fixed policy at its rate"),
+        "{}",
+        d.message
+    );
+    assert_eq!(d.setting, Some(netblt::LimitSetting::FixedRate));
     assert!(d.figures["cap_bps"] > 19e6 && d.figures["cap_bps"] <= 20e6);
 }
 
@@ -72,10 +78,11 @@ fn an_adaptive_sender_at_its_cap_is_named_as_the_rate_cap() {
     eprintln!("why: {d}");
     assert_eq!(d.limit, Limit::RateCap, "{d:?}");
     assert!(
-        d.message.starts_with("limited by --rate (the cap"),
+        d.message.starts_with("limited by the rate cap ("),
         "{}",
         d.message
     );
+    assert_eq!(d.setting, Some(netblt::LimitSetting::Rate));
 }
 
 /// A reader that hands out `chunk` bytes per read, sleeping before each:

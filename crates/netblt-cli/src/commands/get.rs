@@ -136,7 +136,11 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
     let report = match result {
         Ok(r) => r,
         Err(netblt::Error::Transfer(r)) => *r,
-        Err(e) => return Err(CliError::from(e).into()),
+        // `--force` is this end's (F25).
+        Err(e) => {
+            let said = crate::output::told_fetching(&e, Some(e.kind()));
+            return Err(CliError::new(exit::of(&e), said).into());
+        }
     };
     crate::output::first_contact(&report, a.common.machine());
     // The note and the report's text may carry the server's words.
@@ -234,7 +238,11 @@ fn to_stream(
     let report = match result {
         Ok(r) => r,
         Err(netblt::Error::Transfer(r)) => *r,
-        Err(e) => return Err(CliError::from(e).into()),
+        // `--force` is this end's (F25).
+        Err(e) => {
+            let said = crate::output::told_fetching(&e, Some(e.kind()));
+            return Err(CliError::new(exit::of(&e), said).into());
+        }
     };
     if let Some(d) = &device {
         if !a.common.print_json(&serde_json::to_value(&report)?) && report.error.is_none() {
@@ -267,13 +275,17 @@ fn finish(name: &str, report: &netblt::TransferReport) -> anyhow::Result<i32> {
                 f.not_regular
             );
         }
-        print_failed(f, "", "entries failed");
+        // This end's own --force replaces what differs here.
+        print_failed(f, "", "entries failed", Some(" (use --force)"));
     }
     match &report.error {
         None => Ok(exit::OK),
-        Some(e) if report.files.is_some() => bundle_error(name, e, None),
+        Some(e) if report.files.is_some() => {
+            let said = crate::output::told_fetching(e, report.error_kind());
+            bundle_error(name, e, &said, None)
+        }
         Some(e) => {
-            let said = crate::output::told(e, report.error_kind());
+            let said = crate::output::told_fetching(e, report.error_kind());
             Err(CliError::new(exit::of(e), format!("{name}: {said}")).into())
         }
     }

@@ -98,7 +98,12 @@ fn print_report(report: &TransferReport, junk: &JunkCounts, json: bool, to_stder
     }
     // A bundle's entries that could not be stored: one line each.
     if let Some(f) = &report.files {
-        crate::output::print_failed(f, "", "entries failed");
+        crate::output::print_failed(
+            f,
+            "",
+            "entries failed",
+            Some(" (use --force on the receiver)"),
+        );
     }
 }
 
@@ -119,8 +124,10 @@ fn print_refusal(r: &netblt::Refusal, json: bool, to_stderr: bool) {
     } else {
         // The name comes from the peer (a refused one may be any string).
         let what = if r.benign { "" } else { "refused: " };
-        // The library's reason names no flag (F20); this receiver's is.
+        // The library's reason names no flag (F20); this receiver's is,
+        // or for a `get` the client's (F25).
         let advice = match netblt::PeerReason::from_wire(&r.reason) {
+            netblt::PeerReason::FileExists if r.read => " (get --force replaces the client's copy)",
             netblt::PeerReason::FileExists => " (use --force on the receiver)",
             _ => "",
         };

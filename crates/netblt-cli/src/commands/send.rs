@@ -508,7 +508,7 @@ fn finish_bundle(
         }
     }
     if let Some(f) = &report.files {
-        print_failed(f, "not sent: ", "not sent");
+        print_failed(f, "not sent: ", "not sent", None);
     }
     // An interrupted bundle keeps nothing at the receiver (M3), unlike a
     // file: say what the same command will do, instead of nothing (F18),
@@ -528,10 +528,16 @@ fn finish_bundle(
     );
     match &report.error {
         None => Ok((exit::OK, false)),
-        // The receiver's list of failures comes one per line.
+        // The receiver's list of failures comes one per line, then how to
+        // replace those that exist there (F25).
         Some(e) => {
-            let hint = partial_kept(&report).then_some(hint.as_str());
-            bundle_error(&report.name, e, hint).map(|rc| (rc, false))
+            let kind = report.error_kind();
+            let exists = crate::output::not_stored_hint(&report.name, kind.as_ref());
+            let hint = exists
+                .as_deref()
+                .or(partial_kept(&report).then_some(hint.as_str()));
+            let said = crate::output::told(e, kind);
+            bundle_error(&report.name, e, &said, hint).map(|rc| (rc, false))
         }
     }
 }

@@ -84,8 +84,13 @@ pub(crate) const OFFSET_LEN: usize = 8;
 /// The refusal of a `get --resume` whose client holds a complete copy that
 /// is not the server's file (another size or modification time): as `send
 /// --resume` to a receiver holding a different file, replacing it is
-/// `--force`'s to do (decision F12).
+/// `overwrite`'s to do (decision F12). Read as
+/// [`PeerReason::FileExists`](crate::PeerReason::FileExists).
 pub(crate) const DIFFERS_THERE: &str =
+    "the complete copy at the client differs from the server's file (size or modification \
+     time)";
+/// The same before F25, naming the tool's flag.
+pub(crate) const DIFFERS_THERE_OLD: &str =
     "the complete copy at the client differs from the server's file (size or modification \
      time): use --force to replace it";
 

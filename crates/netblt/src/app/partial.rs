@@ -121,7 +121,7 @@ impl PartFile {
             Ok(_) if !force => {
                 return Err(AppError::new(
                     Kind::Local,
-                    format!("{shown}: file exists (use --force to overwrite)"),
+                    format!("{shown}: {}", crate::error::WIRE_FILE_EXISTS),
                     crate::error::WIRE_FILE_EXISTS,
                 )
                 .because(crate::ErrorKind::Local {

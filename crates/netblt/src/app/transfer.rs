@@ -153,7 +153,12 @@ impl Transfer {
         };
         let response = Response::decode(peer_client);
         if let Some(n) = &response.note {
-            self.note = Some(n.clone());
+            // An older sink's note named the tool's flag (F25).
+            let n = match n.as_str() {
+                crate::receiver::DISCARDED_OLD => crate::receiver::DISCARDED,
+                n => n,
+            };
+            self.note = Some(n.to_string());
         }
         match plan {
             Plan::Send {

@@ -175,14 +175,16 @@ pub(crate) fn network_error(e: &io::Error, peer: SocketAddr, opening: bool) -> A
             "",
         ),
         // The kernel knows the path MTU (or the interface's) and refuses
-        // larger datagrams: say what to change instead of "Message too long".
+        // larger datagrams: say so and what fits instead of "Message too
+        // long" (the kind lets the tool name its flag, F25).
         Some(libc::EMSGSIZE) => AppError::new(
             code,
             format!(
-                "datagrams to {peer} are larger than the path allows (MTU): use a smaller --packet-size (1400 fits a 1500-byte MTU)"
+                "datagrams to {peer} are larger than the path allows (MTU; packets of 1400 bytes fit a 1500-byte MTU)"
             ),
             "",
-        ),
+        )
+        .because(crate::ErrorKind::PacketTooLarge),
         _ => AppError::new(code, format!("network error with {peer}: {e}"), ""),
     }
 }
@@ -192,9 +194,12 @@ pub(crate) fn socket_error(e: &io::Error, what: &str, raw: bool) -> AppError {
     if raw && e.kind() == io::ErrorKind::PermissionDenied {
         return AppError::new(
             Kind::Local,
-            "--raw-ip needs root (or CAP_NET_RAW): raw IP sockets are privileged",
+            "raw IP (protocol 30) needs root (or CAP_NET_RAW): raw IP sockets are privileged",
             "",
-        );
+        )
+        .because(crate::ErrorKind::Local {
+            io: Some(io::ErrorKind::PermissionDenied),
+        });
     }
     match e.raw_os_error() {
         Some(libc::EADDRINUSE) => {

@@ -770,6 +770,7 @@ mod tests {
             r.failed.push(FileFailure {
                 name: format!("{i}{}", "n".repeat(5000)),
                 reason: "r".repeat(100),
+                io: None,
             });
         }
         let mut s = stream(&sample()[..2]);

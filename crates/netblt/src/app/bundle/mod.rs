@@ -63,6 +63,13 @@ pub struct FileFailure {
     /// Why, in a few words ("permission denied", "name too long for the
     /// receiver's file system", "symbolic links are not accepted").
     pub reason: String,
+    /// The I/O error's kind, when the failure was one at this end:
+    /// `AlreadyExists` for a file that is there (and differs), which is
+    /// replaced only with `overwrite`; `PermissionDenied`, `NotFound`, ...
+    /// `None` for a refusal, and for what a peer said in words. Not in the
+    /// JSON form (as [`TransferReport::error_kind`](crate::TransferReport::error_kind)).
+    #[serde(skip)]
+    pub io: Option<std::io::ErrorKind>,
 }
 
 impl FileFailure {
@@ -74,6 +81,25 @@ impl FileFailure {
         FileFailure {
             name: shortened(name.into()),
             reason: shortened(reason.into()),
+            io: None,
+        }
+    }
+
+    /// The same, for an I/O error `e` ([`io_reason`](crate::app::io_reason)
+    /// says it).
+    pub(crate) fn io(name: impl Into<String>, e: &std::io::Error) -> FileFailure {
+        FileFailure {
+            io: Some(e.kind()),
+            ..FileFailure::new(name, crate::app::io_reason(e))
+        }
+    }
+
+    /// An entry whose file is there already and is not replaced (it
+    /// differs, or took the name meanwhile: `reason`).
+    pub(crate) fn exists(name: impl Into<String>, reason: &str) -> FileFailure {
+        FileFailure {
+            io: Some(std::io::ErrorKind::AlreadyExists),
+            ..FileFailure::new(name, reason)
         }
     }
 }

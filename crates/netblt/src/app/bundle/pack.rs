@@ -116,7 +116,7 @@ impl Packer {
             }
             match open_file(&it) {
                 Err(e) => {
-                    self.note(|r| r.fail(FileFailure::new(name, io_reason(&e))));
+                    self.note(|r| r.fail(FileFailure::io(name, &e)));
                     continue;
                 }
                 Ok((mut file, meta)) => {
@@ -127,7 +127,7 @@ impl Packer {
                             Ok(None) => {}
                             Err(e) => {
                                 self.head.clear();
-                                self.note(|r| r.fail(FileFailure::new(name, io_reason(&e))));
+                                self.note(|r| r.fail(FileFailure::io(name, &e)));
                                 continue;
                             }
                         }
@@ -136,7 +136,7 @@ impl Packer {
                         let mut take = (&mut file).take(size);
                         if let Err(e) = take.read_to_end(&mut self.mem) {
                             self.mem.clear();
-                            self.note(|r| r.fail(FileFailure::new(name, io_reason(&e))));
+                            self.note(|r| r.fail(FileFailure::io(name, &e)));
                             continue;
                         }
                         let n = self.mem.len() as u64;
@@ -457,6 +457,12 @@ mod tests {
         assert!(v.0[1].2 == big);
         let r = report.lock().unwrap();
         assert_eq!((r.files, r.dirs, r.bytes), (2, 2, big.len() as u64 + 5));
-        assert_eq!(r.failed, [FileFailure::new("r/sub/gone", "no such file")]);
+        assert_eq!(
+            r.failed,
+            [FileFailure {
+                io: Some(std::io::ErrorKind::NotFound),
+                ..FileFailure::new("r/sub/gone", "no such file")
+            }]
+        );
     }
 }

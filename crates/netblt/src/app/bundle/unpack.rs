@@ -106,8 +106,10 @@ impl Compare {
     }
 }
 
-/// Why an existing file was not left as the entry's: its bytes differ.
-const DIFFERS: &str = "file exists and differs (use --force on the receiver)";
+/// Why an existing file was not left as the entry's: its bytes differ. No
+/// advice (F25): the failure's `io` kind, `AlreadyExists`, lets the tool
+/// name its flag for the end it runs at.
+const DIFFERS: &str = crate::error::WIRE_DIFFERS;
 
 /// The file being written.
 struct Current {
@@ -247,13 +249,10 @@ impl Unpacker {
     }
 
     fn fail(&mut self, name: String, reason: impl Into<String>) {
-        let mut reason = reason.into();
-        if self.fetch.is_some() {
-            // The reasons name the receiver's --force; a fetching client is
-            // the receiver, and its own --force is meant.
-            reason = reason.replace(" on the receiver", "");
-        }
-        let f = FileFailure::new(name, reason);
+        self.failed(FileFailure::new(name, reason));
+    }
+
+    fn failed(&mut self, f: FileFailure) {
         // Debug, not warn: the report lists every failure, and the tool
         // prints that list (a warning too printed each line twice).
         tracing::debug!("{f}");
@@ -265,7 +264,7 @@ impl Unpacker {
             let shown = format!("{}/{name}", self.root_shown);
             self.fatal.get_or_insert(AppError::io(&shown, e));
         } else {
-            self.fail(name, io_reason(e));
+            self.failed(FileFailure::io(name, e));
         }
     }
 
@@ -406,7 +405,10 @@ impl Unpacker {
         let file = d.open_read(name)?;
         let size = file.metadata()?.len();
         if size != meta.size {
-            return Err(std::io::Error::other(DIFFERS));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                DIFFERS,
+            ));
         }
         self.dropping = true;
         self.comparing = Some(Compare {
@@ -498,7 +500,7 @@ impl Unpacker {
             let made = self.staged[i].made.clone();
             for path in std::iter::once(&root).chain(&made) {
                 if let Err(e) = self.walk(path, Make::Plain, false) {
-                    self.fail(lossy(path), io_reason(&e));
+                    self.failed(FileFailure::io(lossy(path), &e));
                 }
             }
         }
@@ -523,16 +525,16 @@ impl Unpacker {
                 }),
             };
             if let Err(e) = r {
-                let reason = match e.raw_os_error() {
-                    Some(libc::EEXIST) => "file exists (use --force on the receiver)".into(),
+                let f = match e.raw_os_error() {
                     Some(libc::EISDIR) | Some(libc::ENOTEMPTY) => {
-                        "a directory is in the way".into()
+                        FileFailure::new(p.shown.clone(), "a directory is in the way")
                     }
-                    _ => io_reason(&e),
+                    // EEXIST: "file exists", AlreadyExists.
+                    _ => FileFailure::io(p.shown.clone(), &e),
                 };
                 self.report.files = self.report.files.saturating_sub(1);
                 self.report.bytes = self.report.bytes.saturating_sub(p.size);
-                self.fail(p.shown.clone(), reason);
+                self.failed(f);
             }
         }
         for (i, _) in landed.iter().enumerate().filter(|(_, &l)| !l) {
@@ -564,7 +566,7 @@ impl Unpacker {
                 .open_dir(&path, false)
                 .and_then(|d| d.set_mode_and_mtime(mode, t));
             if let Err(e) = r {
-                self.fail(lossy(&path), io_reason(&e));
+                self.failed(FileFailure::io(lossy(&path), &e));
             }
         }
         self.cache = None;
@@ -738,7 +740,7 @@ impl Visitor for Unpacker {
                 self.report.unchanged += 1;
                 self.report.unchanged_bytes += c.size;
             } else {
-                self.fail(c.shown, DIFFERS);
+                self.failed(FileFailure::exists(c.shown, DIFFERS));
             };
         }
         let Some(c) = self.current.take() else {
@@ -863,6 +865,9 @@ mod tests {
             reasons,
             [DIFFERS, "name too long for the receiver's file system"]
         );
+        // The tool names its flag for the first from its kind (F25).
+        assert_eq!(r.failed[0].io, Some(std::io::ErrorKind::AlreadyExists));
+        assert_ne!(r.failed[1].io, Some(std::io::ErrorKind::AlreadyExists));
         // No temporary file is left.
         let left: Vec<_> = std::fs::read_dir(&dst)
             .unwrap()
@@ -914,8 +919,15 @@ mod tests {
             [
                 ("late", DIFFERS),
                 ("short", DIFFERS),
-                ("link", "file exists (use --force on the receiver)")
+                ("link", "file exists")
             ]
+        );
+        assert!(
+            r.failed
+                .iter()
+                .all(|f| f.io == Some(std::io::ErrorKind::AlreadyExists)),
+            "{:?}",
+            r.failed
         );
         assert_eq!(std::fs::read(dst.join("same")).unwrap(), big);
         // It took the sender's time, so the next check leaves it out.
@@ -1081,10 +1093,11 @@ mod tests {
     }
 
     /// M15: fetching into a tree that is there: the same files are
-    /// unchanged, a differing one refused with the client's own --force
-    /// named, and replaced with it.
+    /// unchanged, a differing one refused (its kind `AlreadyExists`, from
+    /// which the tool names the client's own --force, F25), and replaced
+    /// with `force`.
     #[test]
-    fn a_fetch_into_an_existing_tree_compares_and_names_the_clients_force() {
+    fn a_fetch_into_an_existing_tree_compares_and_refuses_what_differs() {
         let t = tempfile::tempdir().unwrap();
         std::fs::create_dir(t.path().join("dest")).unwrap();
         std::fs::write(t.path().join("dest/same"), b"same").unwrap();
@@ -1107,10 +1120,7 @@ mod tests {
                 assert_eq!((r.files, r.unchanged), (0, 1));
                 assert_eq!(
                     r.failed,
-                    [FileFailure::new(
-                        "tree/diff",
-                        "file exists and differs (use --force)"
-                    )]
+                    [FileFailure::exists("tree/diff", "file exists and differs")]
                 );
                 assert_eq!(std::fs::read(t.path().join("dest/diff")).unwrap(), b"mine");
             }
@@ -1225,7 +1235,8 @@ mod tests {
         assert_eq!(std::fs::read(t.path().join("top/sub/b")).unwrap(), b"beta");
         assert_eq!((r.files, r.bytes), (1, 4));
         let reasons: Vec<_> = r.failed.iter().map(|f| f.reason.as_str()).collect();
-        assert_eq!(reasons, ["file exists (use --force on the receiver)"]);
+        assert_eq!(reasons, ["file exists"]);
+        assert_eq!(r.failed[0].io, Some(std::io::ErrorKind::AlreadyExists));
     }
 
     /// M11: a file put where a staged tree was to land: the tree's files

@@ -185,7 +185,7 @@ impl Bundle {
         let mut entries = match entries {
             Ok(e) => e,
             Err(e) => {
-                self.skipped.push(FileFailure::new(shown(), io_reason(&e)));
+                self.skipped.push(FileFailure::io(shown(), &e));
                 return;
             }
         };
@@ -200,7 +200,7 @@ impl Bundle {
                 Ok(m) => m,
                 Err(e) => {
                     let n = String::from_utf8_lossy(&name).into_owned();
-                    self.skipped.push(FileFailure::new(n, io_reason(&e)));
+                    self.skipped.push(FileFailure::io(n, &e));
                     continue;
                 }
             };
