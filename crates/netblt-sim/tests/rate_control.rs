@@ -480,7 +480,7 @@ fn a_refill_at_300_ms_starts_up_within_two_seconds() {
 /// and came back is paced at the rate it carried before (at most two
 /// rounds of STARTUP past the estimate, and no further than the queue it
 /// was seen to hold without loss, one BDP here). Goodput 1-2 s after the
-/// step: before, 63.7 Mb/s of the 100; since, 88.1. The test asks for 0.85
+/// step: before, 63.7 Mb/s of the 100; since, 87.5. The test asks for 0.85
 /// of the path.
 #[test]
 fn a_refill_at_300_ms_returns_to_the_prior_rate_at_once() {

@@ -1199,6 +1199,19 @@ impl RateController for Model {
                 }
             }
         }
+        if self.phase == Phase::Startup
+            && self.startup_floor > 0.0
+            && self.bottleneck() >= 0.9 * self.startup_floor
+        {
+            // R74: the path carries its prior rate again. STARTUP's 2.885x of
+            // it would go on for the round HyStart needs to see the queue
+            // (297 ms of it at 300 ms; 84 ms when STARTUP climbed from the
+            // estimate): end here, and leave any capacity beyond it to FAST's
+            // growth.
+            tracing::debug!("STARTUP ends: the prior rate is back");
+            self.phase = Phase::Drain;
+            self.reason = RateReason::Draining;
+        }
         if self.phase == Phase::ProbeRtt && s.now >= self.probe_rtt_until {
             if let Some(m) = self.probe_rtt_min {
                 self.min_rtt = Some(m);
@@ -1231,9 +1244,11 @@ impl RateController for Model {
                 }
             }
             (Phase::ProbeRtt, ..) => self.gain() * self.bottleneck(),
-            (Phase::Startup, ..) => {
-                (self.gain() * self.bottleneck()).max(self.startup_floor)
-                    / (1.0 - self.foreign_loss)
+            // R74: at the prior rate, not past it: 2.885x an estimate that
+            // climbs to it within a round reached 250 Mb/s on a 100 Mb/s
+            // path before STARTUP ended (181 ms of queue at 300 ms).
+            (Phase::Startup, ..) if self.startup_floor > 0.0 => {
+                self.startup_floor / (1.0 - self.foreign_loss)
             }
             _ => self.gain() * self.bottleneck() / (1.0 - self.foreign_loss),
         };
