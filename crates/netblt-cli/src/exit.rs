@@ -21,6 +21,12 @@ pub const EMULATOR: i32 = 5;
 pub struct CliError {
     pub code: i32,
     pub message: String,
+    /// The library's kind of the failure, when it came from one: the
+    /// `--json` error object's codes (F26).
+    pub kind: Option<netblt::ErrorKind>,
+    /// Its transfer's report was printed (with `--json`, as JSON with the
+    /// error and its codes): no error object after it (F26).
+    pub reported: bool,
 }
 
 impl CliError {
@@ -28,10 +34,23 @@ impl CliError {
         CliError {
             code,
             message: message.into(),
+            kind: None,
+            reported: false,
         }
     }
     pub fn usage(message: impl Into<String>) -> Self {
         CliError::new(USAGE, message)
+    }
+    /// The same, with the library's kind of the failure.
+    pub fn with_kind(mut self, kind: Option<netblt::ErrorKind>) -> Self {
+        self.kind = kind;
+        self
+    }
+    /// The same, for a failure whose transfer's report was printed (as
+    /// JSON when JSON was asked for, with the error's codes).
+    pub fn reported(mut self) -> Self {
+        self.reported = true;
+        self
     }
 }
 
@@ -55,7 +74,7 @@ pub fn of(e: &netblt::Error) -> i32 {
 
 impl From<netblt::Error> for CliError {
     fn from(e: netblt::Error) -> CliError {
-        CliError::new(of(&e), crate::output::told(&e, Some(e.kind())))
+        CliError::new(of(&e), crate::output::told(&e, Some(e.kind()))).with_kind(Some(e.kind()))
     }
 }
 

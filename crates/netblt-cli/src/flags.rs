@@ -176,6 +176,18 @@ impl CommonFlags {
         self.json || self.json_stream
     }
 
+    /// Where an error without a report goes as JSON (F26), as the
+    /// reports go: `--json` on standard output, `--json-stream` as an
+    /// `error` event.
+    pub fn json_sink(&self) -> Option<crate::json_error::Sink> {
+        use crate::json_error::Sink;
+        if self.json_stream {
+            Some(Sink::Stream)
+        } else {
+            self.json.then_some(Sink::Stdout)
+        }
+    }
+
     /// The progress bar and/or JSON stream these flags ask for.
     pub fn live(&self) -> crate::progress::Bar {
         let stream = self.json_stream.then_some(crate::progress::Stream {

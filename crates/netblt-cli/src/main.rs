@@ -12,6 +12,7 @@ mod bulk;
 mod commands;
 mod exit;
 mod flags;
+mod json_error;
 mod leftovers;
 mod output;
 mod progress;
@@ -140,6 +141,7 @@ fn main() {
     };
     init_logging(cli.log.as_deref());
     bulk::register();
+    let json = json_sink(&cli.command);
     let result: anyhow::Result<i32> = match cli.command {
         Command::Keygen(a) => commands::keygen::run(a),
         Command::Id(a) => commands::id::run(a),
@@ -166,7 +168,28 @@ fn main() {
             // A peer's words (a refusal's reason, an abort's) reach this
             // line: no control character of theirs reaches the terminal.
             eprintln!("netblt: {}", output::shown_lines(&format!("{e:#}")));
+            if let Some(sink) = json {
+                json_error::print(sink, &e);
+            }
             std::process::exit(exit::code_of(&e));
         }
+    }
+}
+
+/// Where a failure without a report goes as JSON (F26): the transfer
+/// commands asked for `--json` or `--json-stream`, where their reports go.
+fn json_sink(command: &Command) -> Option<json_error::Sink> {
+    use json_error::Sink;
+    match command {
+        Command::Send(a) => a.common.json_sink(),
+        Command::Bench(a) => a.common.json_sink(),
+        // `-o -`: the data on standard output, the report on stderr.
+        Command::Get(a) if a.output.as_deref() == Some(std::path::Path::new("-")) => {
+            a.common.json.then_some(Sink::Stderr { prefix: "" })
+        }
+        Command::Get(a) => a.common.json_sink(),
+        Command::Recv(a) if a.stdout => a.json.then_some(Sink::Stderr { prefix: "netblt: " }),
+        Command::Recv(a) => a.json.then_some(Sink::Stdout),
+        _ => None,
     }
 }

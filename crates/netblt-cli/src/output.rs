@@ -217,7 +217,10 @@ pub fn bundle_error(
     let first = format!("{}: {}", shown(name), lines.next().unwrap_or_default());
     let rc = crate::exit::of(e);
     if rc == crate::exit::NETWORK {
-        return Err(crate::exit::CliError::new(rc, with_hint(first, hint)).into());
+        // Its report was printed (F26: no `--json` error object after it).
+        return Err(crate::exit::CliError::new(rc, with_hint(first, hint))
+            .reported()
+            .into());
     }
     eprintln!("netblt: {first}");
     for l in lines {

@@ -104,9 +104,24 @@ pub struct Diagnosis {
     pub figures: BTreeMap<&'static str, f64>,
     /// The setting the message names, that held the transfer there or
     /// whose change avoids the limit, when it names one: for a program (a
-    /// tool names its own option for it, F25). Not in the JSON form.
-    #[serde(skip)]
+    /// tool names its own option for it, F25). In the JSON form as its
+    /// stable code ([`LimitSetting::code`]: `"rate"`, `"fixed_rate"`, ...),
+    /// left out when `None` (F26).
+    #[serde(
+        serialize_with = "setting_code",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub setting: Option<LimitSetting>,
+}
+
+fn setting_code<S: serde::Serializer>(
+    setting: &Option<LimitSetting>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match setting {
+        Some(x) => s.serialize_some(x.code()),
+        None => s.serialize_none(),
+    }
 }
 
 /// A setting a [`Diagnosis`] names ([`Diagnosis::setting`]).
@@ -1703,14 +1718,18 @@ mod tests {
 
     #[test]
     fn limits_serialize_as_short_names() {
-        // The setting named is not in the JSON (F25: the form is as before).
+        // The setting named is in the JSON as its code (F26), after the
+        // fields F25 had; left out when there is none.
         let d = Verdict::default()
             .say(Limit::ReceiverWindow, "x".into())
             .naming(Some(LimitSetting::Buffers));
         let j = serde_json::to_string(&d).unwrap();
         assert_eq!(
             j,
-            r#"{"limit":"receiver-window","message":"x","figures":{}}"#
+            r#"{"limit":"receiver-window","message":"x","figures":{},"setting":"buffers"}"#
         );
+        let d = Verdict::default().say(Limit::Path, "y".into()).naming(None);
+        let j = serde_json::to_string(&d).unwrap();
+        assert_eq!(j, r#"{"limit":"path","message":"y","figures":{}}"#);
     }
 }

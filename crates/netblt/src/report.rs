@@ -12,6 +12,7 @@ use crate::app::transfer::Transfer;
 use crate::app::{hex, Kind};
 use crate::diagnosis::Diagnosis;
 use crate::error::{connection_kind, neutral, AppError, Error, ErrorKind};
+use crate::error_code::ErrorCodes;
 
 /// CPU seconds (user, system) used by this process so far.
 pub(crate) fn cpu_times() -> (f64, f64) {
@@ -85,7 +86,17 @@ pub struct RateReport {
 /// authentication. A resumed transfer of a file the receiver already had
 /// whole sends nothing, succeeds and is not `verified` (see
 /// [`resumed_from`](Self::resumed_from)).
+///
+/// Its JSON form has, beside `error` (the message), the failure's stable
+/// codes (decision F26): `error_kind` ([`ErrorKind::code`] of
+/// [`error_kind`](Self::error_kind); null on success), and `peer_reason`
+/// ([`PeerReason::code`](crate::PeerReason::code)) and `io_kind`
+/// ([`io_kind_code`](crate::io_kind_code)) when the kind has one.
 #[derive(Debug, Clone, Serialize)]
+// The derive writes the fields (as `TransferReport::serialize`); the
+// `Serialize` impl below adds the codes, which come from `error_kind()`
+// (the kind found, else the error's own), not from one field.
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct TransferReport {
     /// The file's name as sent (relative path), or `sink`.
@@ -183,7 +194,7 @@ pub struct TransferReport {
     #[serde(serialize_with = "error_message")]
     pub error: Option<Error>,
     /// Why, to match on ([`error_kind`](Self::error_kind)), as found where
-    /// the failure was (not serialized).
+    /// the failure was (serialized as codes, by `Serialize` below).
     #[serde(skip)]
     pub(crate) kind: Option<ErrorKind>,
     /// Socket counters (active end only; not serialized).
@@ -197,6 +208,29 @@ pub struct TransferReport {
     /// directories and bytes sent or stored, and the entries that failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub files: Option<crate::FilesReport>,
+}
+
+impl Serialize for TransferReport {
+    /// The fields, then `error_kind` and, when they apply, `peer_reason`
+    /// and `io_kind` (F26).
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct WithCodes<'a> {
+            #[serde(flatten, serialize_with = "fields")]
+            report: &'a TransferReport,
+            #[serde(flatten)]
+            codes: ErrorCodes,
+        }
+        fn fields<S: Serializer>(r: &&TransferReport, s: S) -> Result<S::Ok, S::Error> {
+            TransferReport::serialize(r, s)
+        }
+        let kind = self.error_kind();
+        WithCodes {
+            report: self,
+            codes: ErrorCodes::of(kind.as_ref()),
+        }
+        .serialize(s)
+    }
 }
 
 fn error_message<S: Serializer>(e: &Option<Error>, s: S) -> Result<S::Ok, S::Error> {

@@ -123,7 +123,10 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         None => Ok(exit::OK),
         Some(e) => {
             let said = crate::output::told(e, report.error_kind());
-            Err(CliError::new(exit::of(e), format!("bench: {said}")).into())
+            Err(CliError::new(exit::of(e), format!("bench: {said}"))
+                .with_kind(report.error_kind())
+                .reported()
+                .into())
         }
     }
 }

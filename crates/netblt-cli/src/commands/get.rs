@@ -139,7 +139,9 @@ pub fn run(a: GetArgs) -> anyhow::Result<i32> {
         // `--force` is this end's (F25).
         Err(e) => {
             let said = crate::output::told_fetching(&e, Some(e.kind()));
-            return Err(CliError::new(exit::of(&e), said).into());
+            return Err(CliError::new(exit::of(&e), said)
+                .with_kind(Some(e.kind()))
+                .into());
         }
     };
     crate::output::first_contact(&report, a.common.machine());
@@ -241,7 +243,9 @@ fn to_stream(
         // `--force` is this end's (F25).
         Err(e) => {
             let said = crate::output::told_fetching(&e, Some(e.kind()));
-            return Err(CliError::new(exit::of(&e), said).into());
+            return Err(CliError::new(exit::of(&e), said)
+                .with_kind(Some(e.kind()))
+                .into());
         }
     };
     if let Some(d) = &device {
@@ -286,7 +290,10 @@ fn finish(name: &str, report: &netblt::TransferReport) -> anyhow::Result<i32> {
         }
         Some(e) => {
             let said = crate::output::told_fetching(e, report.error_kind());
-            Err(CliError::new(exit::of(e), format!("{name}: {said}")).into())
+            Err(CliError::new(exit::of(e), format!("{name}: {said}"))
+                .with_kind(report.error_kind())
+                .reported()
+                .into())
         }
     }
 }

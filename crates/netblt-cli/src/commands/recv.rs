@@ -117,6 +117,9 @@ fn print_refusal(r: &netblt::Refusal, json: bool, to_stderr: bool) {
                 "peer": r.peer.to_string(),
                 "name": r.name,
                 "reason": r.reason,
+                // The reason's stable code, as a sender's report carries it
+                // in `peer_reason` (F26).
+                "reason_code": netblt::PeerReason::from_wire(&r.reason).code(),
                 "failed": !r.benign,
             }
         });

@@ -414,6 +414,10 @@ fn finish_one(
         // A file that cannot be read: say so and go on with the others.
         Err(e @ netblt::Error::Local(_)) => {
             eprintln!("netblt: {}", shown(&format!("{name}: {e}")));
+            // `--json`: an object for it, where its report would be (F26).
+            if let Some(sink) = common.json_sink() {
+                crate::json_error::emit(sink, &crate::json_error::file_object(name, &e));
+            }
             return Ok(exit::of(&e));
         }
         Err(e) => return Err(CliError::from(e).into()),
@@ -451,7 +455,10 @@ fn finish_one(
                 )
             });
             if rc == exit::NETWORK {
-                return Err(CliError::new(rc, with_hint(line, hint.as_deref())).into());
+                return Err(CliError::new(rc, with_hint(line, hint.as_deref()))
+                    .with_kind(report.error_kind())
+                    .reported()
+                    .into());
             }
             eprintln!("netblt: {line}");
             if let Some(h) = hint {

@@ -66,9 +66,15 @@ pub struct FileFailure {
     /// The I/O error's kind, when the failure was one at this end:
     /// `AlreadyExists` for a file that is there (and differs), which is
     /// replaced only with `overwrite`; `PermissionDenied`, `NotFound`, ...
-    /// `None` for a refusal, and for what a peer said in words. Not in the
-    /// JSON form (as [`TransferReport::error_kind`](crate::TransferReport::error_kind)).
-    #[serde(skip)]
+    /// `None` for a refusal, and for what a peer said in words. In the
+    /// JSON form as `io_kind`, its stable code
+    /// ([`io_kind_code`](crate::io_kind_code): `"already_exists"`, ...),
+    /// left out when `None` (F26).
+    #[serde(
+        rename = "io_kind",
+        serialize_with = "crate::error_code::io_kind_field",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub io: Option<std::io::ErrorKind>,
 }
 
