@@ -128,10 +128,14 @@ impl Error {
             // `Error::Local(m)`; the crate's own ending for this one failure
             // is its side channel (a caller's error in the same words means
             // the same thing).
-            Error::Local(m) if m.ends_with(EXISTS_ENDING) => ErrorKind::Local {
-                io: Some(std::io::ErrorKind::AlreadyExists),
+            // F27: every ending `io_reason` writes ("PATH: no such file",
+            // "PATH: permission denied", ...) reads back as its I/O kind,
+            // from the one table both use.
+            Error::Local(m) => ErrorKind::Local {
+                io: m
+                    .rsplit_once(": ")
+                    .and_then(|(_, words)| io_kind_of_words(words)),
             },
-            Error::Local(_) => ErrorKind::Local { io: None },
             Error::Network(_) => ErrorKind::Network,
             Error::Refused(_) => ErrorKind::NothingListening,
             Error::Failed(_) => ErrorKind::Other,
@@ -370,9 +374,6 @@ impl PeerReason {
 /// not replace (`get`, a bundle's entry: EEXIST).
 pub(crate) const WIRE_FILE_EXISTS: &str = "file exists";
 const WIRE_FILE_EXISTS_OLD: &str = "file exists (use --force on the receiver)";
-/// How an [`Error::Local`] for a file not replaced ends ("PATH: file
-/// exists"): [`Error::kind`] reads it as `AlreadyExists` (F25).
-const EXISTS_ENDING: &str = ": file exists";
 /// A bundle's entry that exists and differs (a QUIT line, an ABORT).
 pub(crate) const WIRE_DIFFERS: &str = "file exists and differs";
 const WIRE_DIFFERS_OLD: &str = "file exists and differs (use --force on the receiver)";
@@ -581,20 +582,57 @@ impl From<AppError> for Error {
     }
 }
 
+/// The words [`io_reason`] gives the usual suspects, by errno, and the I/O
+/// kind each stands for. [`Error::kind`] reads an [`Error::Local`] ending
+/// in ": WORDS" as that kind (F25 for "file exists", F27 for all): the
+/// variant holds a bare `String`, and this crate's own words are the side
+/// channel, so the words and the kinds live in this one table.
+const IO_WORDS: [(&[i32], &str, Option<std::io::ErrorKind>); 8] = {
+    use std::io::ErrorKind as K;
+    [
+        (&[libc::ENOSPC], "disk full (ENOSPC)", Some(K::StorageFull)),
+        (
+            &[libc::EDQUOT],
+            "disk quota exceeded (EDQUOT)",
+            Some(K::QuotaExceeded),
+        ),
+        (
+            &[libc::EACCES, libc::EPERM],
+            "permission denied",
+            Some(K::PermissionDenied),
+        ),
+        (&[libc::ENOENT], "no such file", Some(K::NotFound)),
+        // No advice (F25): the tool gives its own from the kind.
+        (&[libc::EEXIST], WIRE_FILE_EXISTS, Some(K::AlreadyExists)),
+        (
+            &[libc::EROFS],
+            "read-only file system",
+            Some(K::ReadOnlyFilesystem),
+        ),
+        (&[libc::EISDIR], "is a directory", Some(K::IsADirectory)),
+        (
+            &[libc::ENAMETOOLONG],
+            "name too long for the receiver's file system",
+            None,
+        ),
+    ]
+};
+
 /// A short human reason for an I/O error, naming the usual suspects.
 pub(crate) fn io_reason(e: &std::io::Error) -> String {
-    match e.raw_os_error() {
-        Some(libc::ENOSPC) => "disk full (ENOSPC)".into(),
-        Some(libc::EDQUOT) => "disk quota exceeded (EDQUOT)".into(),
-        Some(libc::EACCES) | Some(libc::EPERM) => "permission denied".into(),
-        Some(libc::ENOENT) => "no such file".into(),
-        // No advice (F25): the tool gives its own from the kind.
-        Some(libc::EEXIST) => WIRE_FILE_EXISTS.into(),
-        Some(libc::EROFS) => "read-only file system".into(),
-        Some(libc::EISDIR) => "is a directory".into(),
-        Some(libc::ENAMETOOLONG) => "name too long for the receiver's file system".into(),
-        _ => e.to_string(),
-    }
+    let errno = e.raw_os_error();
+    IO_WORDS
+        .iter()
+        .find(|(nos, _, _)| errno.is_some_and(|n| nos.contains(&n)))
+        .map_or_else(|| e.to_string(), |(_, words, _)| (*words).to_string())
+}
+
+/// The I/O kind [`io_reason`]'s `words` stand for, if they are its own.
+fn io_kind_of_words(words: &str) -> Option<std::io::ErrorKind> {
+    IO_WORDS
+        .iter()
+        .find(|(_, w, _)| *w == words)
+        .and_then(|(_, _, k)| *k)
 }
 
 #[cfg(test)]
@@ -773,8 +811,8 @@ mod tests {
     }
 
     /// F25: a `get` to a file that is there returns a direct
-    /// `Error::Local`, whose kind its words carry; the words of any other
-    /// local error do not.
+    /// `Error::Local`, whose kind its words carry; F27: so do the other
+    /// words of `io_reason`, and no others.
     #[test]
     fn a_local_file_exists_is_already_exists() {
         let exists = ErrorKind::Local {
@@ -785,10 +823,31 @@ mod tests {
             AppError::io("/tmp/x", &std::io::Error::from_raw_os_error(libc::EEXIST)).into();
         assert_eq!(e.to_string(), "/tmp/x: file exists");
         assert_eq!(e.kind(), exists);
+        // F27: every ending of `io_reason`'s table reads as its kind, from
+        // the words `io_reason` writes for its errno.
+        for (errno, kind) in [
+            (libc::ENOENT, std::io::ErrorKind::NotFound),
+            (libc::EACCES, std::io::ErrorKind::PermissionDenied),
+            (libc::EPERM, std::io::ErrorKind::PermissionDenied),
+            (libc::ENOSPC, std::io::ErrorKind::StorageFull),
+            (libc::EDQUOT, std::io::ErrorKind::QuotaExceeded),
+            (libc::EROFS, std::io::ErrorKind::ReadOnlyFilesystem),
+            (libc::EISDIR, std::io::ErrorKind::IsADirectory),
+            (libc::EEXIST, std::io::ErrorKind::AlreadyExists),
+        ] {
+            let words = io_reason(&std::io::Error::from_raw_os_error(errno));
+            assert_eq!(
+                Error::Local(format!("/tmp/a: b: {words}")).kind(),
+                ErrorKind::Local { io: Some(kind) },
+                "{words}"
+            );
+        }
         for other in [
-            "/tmp/file exists: permission denied",
+            "/tmp/permission denied: x",
             "file exists",
             "/tmp/x: file exists and differs",
+            "/tmp/x: name too long for the receiver's file system",
+            "/tmp/x: something else",
         ] {
             assert_eq!(
                 Error::Local(other.into()).kind(),
