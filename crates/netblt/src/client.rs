@@ -33,6 +33,7 @@ use crate::cpu_wait::{cgroup_throttled_s, thread_run_delay_s, throttled_between}
 use crate::diagnosis::{diagnose, LimitInputs};
 use crate::driver::active::{run_active, ActiveOptions};
 use crate::driver::Waker;
+use crate::error::local_io;
 use crate::error::Error;
 use crate::options::{death_secs, Progress, SendOptions};
 use crate::report::{cpu_times, IoCounters, TransferReport};
@@ -63,7 +64,7 @@ pub fn send_file(
         )));
     }
     let (p, name) = walk(&[path.to_path_buf()])
-        .map_err(|(at, e)| Error::Local(format!("{}: {}", at.display(), io_reason(&e))))?
+        .map_err(|(at, e)| local_io(&at, &e))?
         .pop()
         .ok_or_else(|| Error::Local(format!("{}: no such file", path.display())))?;
     send_file_as(p, &name, addr, opts)
@@ -78,8 +79,7 @@ pub fn send_file_as(
     opts: &SendOptions,
 ) -> Result<TransferReport, Error> {
     let path = path.as_ref();
-    let file = std::fs::File::open(path)
-        .map_err(|e| Error::Local(format!("{}: {}", path.display(), io_reason(&e))))?;
+    let file = std::fs::File::open(path).map_err(|e| local_io(path, &e))?;
     send_open_file(file, path, name, addr, opts)
 }
 
@@ -285,7 +285,7 @@ fn already_there(report: &mut TransferReport, size: u64) {
 /// `dirname/rel/path`, in name order. Symbolic links and special files
 /// inside directories are skipped.
 pub fn files_to_send(paths: &[PathBuf]) -> Result<Vec<(PathBuf, String)>, Error> {
-    walk(paths).map_err(|(at, e)| Error::Local(format!("{}: {}", at.display(), io_reason(&e))))
+    walk(paths).map_err(|(at, e)| local_io(&at, &e))
 }
 
 /// Sends every regular file below `dir`, one transfer each, in turn, named

@@ -618,6 +618,13 @@ const IO_WORDS: [(&[i32], &str, Option<std::io::ErrorKind>); 8] = {
     ]
 };
 
+/// A direct [`Error::Local`] for an I/O error at `path`: "PATH: REASON" in
+/// [`io_reason`]'s words, which [`Error::kind`] reads back as the io kind
+/// (F27).
+pub(crate) fn local_io(path: &std::path::Path, e: &std::io::Error) -> Error {
+    Error::Local(format!("{}: {}", path.display(), io_reason(e)))
+}
+
 /// A short human reason for an I/O error, naming the usual suspects.
 pub(crate) fn io_reason(e: &std::io::Error) -> String {
     let errno = e.raw_os_error();

@@ -8,6 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use super::format::{entry_len, EntryKind, EntryMeta, Mtime, END};
 use super::FileFailure;
 use crate::app::io_reason;
+use crate::error::local_io;
 use crate::error::Error;
 
 /// One entry to send.
@@ -92,8 +93,7 @@ impl Bundle {
         let mut given: std::collections::HashMap<Vec<u8>, (&Path, (u64, u64))> =
             std::collections::HashMap::new();
         for p in paths {
-            let meta = std::fs::metadata(p)
-                .map_err(|e| Error::Local(format!("{}: {}", p.display(), io_reason(&e))))?;
+            let meta = std::fs::metadata(p).map_err(|e| local_io(p, &e))?;
             let name = base_name(p);
             let id = (meta.dev(), meta.ino());
             match given.get(&name) {
@@ -112,8 +112,7 @@ impl Bundle {
                 }
             }
             if meta.is_dir() {
-                std::fs::read_dir(p)
-                    .map_err(|e| Error::Local(format!("{}: {}", p.display(), io_reason(&e))))?;
+                std::fs::read_dir(p).map_err(|e| local_io(p, &e))?;
                 b.push(p, name.clone(), EntryKind::Dir, &meta);
                 b.walk_dir(p, &name);
             } else if meta.is_file() {
@@ -123,8 +122,7 @@ impl Bundle {
                 // symbolic links") in a bundle of several paths.
                 let linked = std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
                 let at = if linked {
-                    std::fs::canonicalize(p)
-                        .map_err(|e| Error::Local(format!("{}: {}", p.display(), io_reason(&e))))?
+                    std::fs::canonicalize(p).map_err(|e| local_io(p, &e))?
                 } else {
                     p.clone()
                 };
