@@ -298,9 +298,9 @@ pub struct Model {
     /// R74: the highest estimate since STARTUP last ended: the rate the
     /// path carried before it slowed down (CUBIC's W_max, kept as a rate).
     prior_bw: f64,
-    /// R74: what STARTUP entered again from FAST's growth paces at least
-    /// (the prior rate, at most two rounds of STARTUP past the estimate);
-    /// zero otherwise.
+    /// R74: the rate STARTUP entered again from FAST's growth paces at (the
+    /// prior rate, at most two rounds of STARTUP past the estimate), until
+    /// the estimate reaches 0.9 of it; zero otherwise.
     startup_floor: f64,
     /// R74: the longest queueing delay seen in a round that lost no more
     /// than noise explains, seconds.
@@ -900,8 +900,8 @@ impl Model {
             // known around a change of the path's rate (the estimate and the
             // round's delivery still said 96 Mb/s when a queue of 400 KB
             // read 160 ms at 20, which made 1.7 MB of it).
-            let held = peak.saturating_sub(base).as_secs_f64();
-            self.buffer_seen = self.buffer_seen.max(held);
+            let queued = peak.saturating_sub(base).as_secs_f64();
+            self.buffer_seen = self.buffer_seen.max(queued);
         }
         if self.phase != Phase::Startup {
             // R74: STARTUP's end measured the path afresh; after it, the
