@@ -25,18 +25,25 @@ pub enum Sink {
 }
 
 /// The error object of `e`: `error` (the line the tool prints on stderr,
-/// without `netblt: `), `error_kind`, and `peer_reason` and `io_kind` when
-/// they apply, as a transfer report carries them. An error not from the
-/// library has the kind its exit code says: 2 `invalid_options`, 3
-/// `local`, 4 `network`, else `other`.
+/// without `netblt: `), `error_kind`, and `peer_reason`, `peer_detail` and
+/// `io_kind` when they apply, as a transfer report carries them. An error
+/// not from the library has the kind its exit code says: 2
+/// `invalid_options`, 3 `local` (with the `io_kind` its message says, as
+/// the library reads an `Error::Local`), 4 `network`, else `other`.
 pub fn object(e: &anyhow::Error) -> serde_json::Value {
     let kind = e
         .downcast_ref::<CliError>()
         .and_then(|c| c.kind.clone())
         .or_else(|| e.downcast_ref::<netblt::Error>().map(netblt::Error::kind));
+    let line = format!("{e:#}");
     let mut o = serde_json::Map::new();
-    o.insert("error".into(), format!("{e:#}").into());
-    codes(&mut o, kind.as_ref(), exit::code_of(e));
+    o.insert("error".into(), line.clone().into());
+    let rc = exit::code_of(e);
+    // F28: a local error of the tool's own (a thread, a key file) says its
+    // I/O kind as the library's `Error::Local` does: by an OS error's
+    // "(os error N)" at its end, or the library's words.
+    let kind = kind.or_else(|| (rc == exit::LOCAL).then(|| netblt::Error::Local(line).kind()));
+    codes(&mut o, kind.as_ref(), rc);
     o.into()
 }
 
@@ -51,8 +58,8 @@ pub fn file_object(name: &str, e: &netblt::Error) -> serde_json::Value {
     o.into()
 }
 
-/// `error_kind`, `peer_reason`, `io_kind` of `kind`, else the kind of the
-/// exit code `rc`.
+/// `error_kind`, `peer_reason`, `peer_detail`, `io_kind` of `kind`, else
+/// the kind of the exit code `rc`.
 fn codes(
     o: &mut serde_json::Map<String, serde_json::Value>,
     kind: Option<&netblt::ErrorKind>,
@@ -71,6 +78,11 @@ fn codes(
     o.insert("error_kind".into(), k.code().into());
     if let Some(r) = k.peer_reason() {
         o.insert("peer_reason".into(), r.code().into());
+        // F28: what the reason carries (`{"exists": ..}`,
+        // `{"operation": ..}`), as a report's `peer_detail`.
+        if let Some(d) = r.detail().and_then(|d| serde_json::to_value(d).ok()) {
+            o.insert("peer_detail".into(), d);
+        }
     }
     if let Some(io) = k.io_code() {
         o.insert("io_kind".into(), io.into());
@@ -125,5 +137,39 @@ mod tests {
         let v = object(&refused.into());
         assert_eq!(v["error_kind"], "refused_by_peer");
         assert_eq!(v["peer_reason"], "file_exists");
+        assert!(v.get("peer_detail").is_none(), "{v}");
+        // F28: a local error of the tool's own with an OS error in hand.
+        let io = std::io::Error::from_raw_os_error(libc::EAGAIN);
+        let thread: anyhow::Error = CliError::new(exit::LOCAL, format!("thread: {io}")).into();
+        let v = object(&thread);
+        assert_eq!(v["error_kind"], "local", "{v}");
+        assert_eq!(v["io_kind"], "other", "{v}");
+        let words: anyhow::Error = CliError::new(exit::LOCAL, "key files: x").into();
+        assert!(object(&words).get("io_kind").is_none());
+    }
+
+    /// F28: a peer's reason's data in `peer_detail`, as in a report: the
+    /// operation an older peer does not know (the tool handles `bundle`
+    /// itself, so no run of it ends so: this is the object's only test),
+    /// and whether some of a bundle's entries exist there.
+    #[test]
+    fn a_peer_reasons_data_is_its_detail() {
+        use netblt::{ErrorKind, PeerReason};
+        let op = CliError::new(exit::FAILED, "unknown operation 'same'").with_kind(Some(
+            ErrorKind::RefusedByPeer(PeerReason::UnknownOperation("same".into())),
+        ));
+        let v = object(&op.into());
+        assert_eq!(v["peer_reason"], "unknown_operation", "{v}");
+        assert_eq!(v["peer_detail"], serde_json::json!({ "operation": "same" }));
+        let stored =
+            CliError::new(exit::FAILED, "1 of 2 entries could not be stored").with_kind(Some(
+                ErrorKind::AbortedByPeer(PeerReason::EntriesNotStored { exists: false }),
+            ));
+        let v = object(&stored.into());
+        assert_eq!(
+            v["peer_detail"],
+            serde_json::json!({ "exists": false }),
+            "{v}"
+        );
     }
 }

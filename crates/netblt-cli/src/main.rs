@@ -177,7 +177,8 @@ fn main() {
 }
 
 /// Where a failure without a report goes as JSON (F26): the transfer
-/// commands asked for `--json` or `--json-stream`, where their reports go.
+/// commands asked for `--json` or `--json-stream`, where their reports go;
+/// the other commands' `--json` (F28).
 fn json_sink(command: &Command) -> Option<json_error::Sink> {
     use json_error::Sink;
     match command {
@@ -190,6 +191,23 @@ fn json_sink(command: &Command) -> Option<json_error::Sink> {
         Command::Get(a) => a.common.json_sink(),
         Command::Recv(a) if a.stdout => a.json.then_some(Sink::Stderr { prefix: "netblt: " }),
         Command::Recv(a) => a.json.then_some(Sink::Stdout),
-        _ => None,
+        // F28: every other command with a JSON mode, where its one object
+        // goes (a failure that printed its report says so: `reported`).
+        Command::Demo(a) => a.json.then_some(Sink::Stdout),
+        Command::Sim(a) => a.json.then_some(Sink::Stdout),
+        Command::Profiles(a) => a.json.then_some(Sink::Stdout),
+        Command::Report(a) => a.json.then_some(Sink::Stdout),
+        Command::Echo(a) => a.json.then_some(Sink::Stdout),
+        Command::Rtt(a) => a.json.then_some(Sink::Stdout),
+        Command::Load(a) => a.json.then_some(Sink::Stdout),
+        Command::Model(a) => a.json.then_some(Sink::Stdout),
+        Command::Cpu(a) => a.json.then_some(Sink::Stdout),
+        // `emu --json` prints its counters after the command it runs,
+        // whose own output shares standard output: no object of its own.
+        Command::Emu(_)
+        | Command::Keygen(_)
+        | Command::Id(_)
+        | Command::Completions(_)
+        | Command::Man(_) => None,
     }
 }

@@ -64,7 +64,10 @@ pub fn watch(path: &Path) -> Result<RateControl, CliError> {
     std::thread::Builder::new()
         .name("netblt-rate-file".into())
         .spawn(move || follow(&path, &c, first))
-        .map_err(|e| CliError::new(crate::exit::LOCAL, format!("thread: {e}")))?;
+        .map_err(|e| {
+            CliError::new(crate::exit::LOCAL, format!("thread: {e}"))
+                .with_kind(Some(netblt::ErrorKind::Local { io: Some(e.kind()) }))
+        })?;
     Ok(control)
 }
 

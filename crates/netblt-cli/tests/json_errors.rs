@@ -192,9 +192,101 @@ fn a_bundle_entry_that_exists_has_its_io_kind() {
     assert_eq!(v.len(), 1, "{out}");
     assert_eq!(v[0]["error_kind"], "aborted_by_peer", "{out}");
     assert_eq!(v[0]["peer_reason"], "entries_not_stored", "{out}");
+    // F28: the reason's flag, `exists`, in `peer_detail`.
+    assert_eq!(
+        v[0]["peer_detail"],
+        serde_json::json!({ "exists": true }),
+        "{out}"
+    );
     let rv = objects(&rout);
     let failed = &rv[0]["files"]["failed"];
     assert_eq!(failed[0]["name"], "t/b", "{rout}");
     assert_eq!(failed[0]["io_kind"], "already_exists", "{rout}");
     assert_eq!(std::fs::read(dst.path().join("t/b")).unwrap(), b"old");
+}
+
+/// F28: a bundle entry not stored for another reason than a file that
+/// exists (a directory in the way of a file): `peer_detail.exists` is
+/// false, and the receiver's entry has no `already_exists`.
+#[test]
+fn a_bundle_entry_in_the_way_is_not_exists() {
+    let src = tempfile::tempdir().unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    for n in ["a", "b"] {
+        write(&src.path().join("t").join(n), n.repeat(100).as_bytes());
+    }
+    write(&dst.path().join("t/b/inside"), b"kept");
+    let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--once", "--json"]);
+    let (code, out, err) = run(
+        &[
+            "send",
+            src.path().join("t").to_str().unwrap(),
+            &r.addr,
+            "--json",
+        ],
+        T,
+    );
+    let (_, rout, rerr) = r.finish(T);
+    assert_eq!(code, Some(1), "{err}");
+    let v = objects(&out);
+    assert_eq!(v.len(), 1, "{out}");
+    assert_eq!(v[0]["peer_reason"], "entries_not_stored", "{out}");
+    assert_eq!(
+        v[0]["peer_detail"],
+        serde_json::json!({ "exists": false }),
+        "{out}"
+    );
+    let rv = objects(&rout);
+    let failed = &rv[0]["files"]["failed"];
+    assert_eq!(failed[0]["name"], "t/b", "{rout}{rerr}");
+    assert_ne!(failed[0]["io_kind"], "already_exists", "{rout}");
+    assert_eq!(
+        std::fs::read(dst.path().join("t/b/inside")).unwrap(),
+        b"kept"
+    );
+}
+
+/// F28: the commands with a JSON mode beside the transfers' print the same
+/// one object when they fail without one: a scenario file that is not
+/// there (`sim`, a local error with its I/O kind, exit 3 as `send`'s file
+/// that is not there), an unknown profile (`profiles`, `invalid_options`),
+/// a demo's bad option, a measurement's unreadable input (`model fit`,
+/// exit 1, `other`: the measurement tools' errors carry no library kind).
+#[test]
+fn the_other_commands_json_failures_are_one_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let gone = dir.path().join("gone.json");
+    let gone = gone.to_str().unwrap();
+    let (code, out, err) = run(&["sim", "--scenario", gone, "--json"], T);
+    assert_eq!(code, Some(3), "{err}");
+    let v = objects(&out);
+    assert_eq!(v.len(), 1, "{out}");
+    assert_eq!(v[0]["error_kind"], "local", "{out}");
+    assert_eq!(v[0]["io_kind"], "not_found", "{out}");
+    assert!(
+        v[0]["error"].as_str().unwrap_or("").contains("gone.json"),
+        "{out}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // Without --json, standard output stays empty.
+    let (code, out, _) = run(&["sim", "--scenario", gone], T);
+    assert_eq!(code, Some(3));
+    assert!(out.is_empty(), "{out}");
+    let cases: [(&[&str], i32, &str); 3] = [
+        (
+            &["profiles", "no-such-path", "--json"],
+            2,
+            "invalid_options",
+        ),
+        (&["demo", "--loss", "2", "--json"], 2, "invalid_options"),
+        (&["model", "fit", "--rtt-json", gone, "--json"], 1, "other"),
+    ];
+    for (args, want, kind) in cases {
+        let (code, out, err) = run(args, T);
+        assert_eq!(code, Some(want), "{args:?}: {err}");
+        let v = objects(&out);
+        assert_eq!(v.len(), 1, "{args:?}: {out}");
+        assert_eq!(v[0]["error_kind"], kind, "{args:?}: {out}");
+        assert!(v[0]["error"].is_string(), "{args:?}: {out}");
+    }
 }

@@ -28,7 +28,7 @@ use crate::app::sink::Target;
 use crate::app::source::{Input, Pattern};
 use crate::app::transfer::{MakeTarget, Plan, Transfer};
 use crate::app::tree::{prefix_hash, UNIT};
-use crate::app::{hex, io_reason, AppError, Kind, DIGEST_LEN};
+use crate::app::{hex, AppError, Kind, DIGEST_LEN};
 use crate::cpu_wait::{cgroup_throttled_s, thread_run_delay_s, throttled_between};
 use crate::diagnosis::{diagnose, LimitInputs};
 use crate::driver::active::{run_active, ActiveOptions};
@@ -42,7 +42,7 @@ use crate::report::{cpu_times, IoCounters, TransferReport};
 pub(crate) fn new_waker() -> Result<Arc<Waker>, AppError> {
     Waker::new()
         .map(Arc::new)
-        .map_err(|e| AppError::new(Kind::Local, format!("eventfd: {e}"), ""))
+        .map_err(|e| AppError::io("eventfd", &e))
 }
 
 /// Sends one file to a receiver (`netblt recv`, or a
@@ -96,12 +96,14 @@ pub fn send_walked_file(
     opts: &SendOptions,
 ) -> Result<TransferReport, Error> {
     let path = path.as_ref();
-    let file = crate::app::bundle::pack::open_walked(path).map_err(|e| {
-        let why = match e.raw_os_error() {
-            Some(libc::ELOOP) => "not a regular file (a symbolic link)".into(),
-            _ => io_reason(&e),
-        };
-        Error::Local(format!("{}: {why}", path.display()))
+    let file = crate::app::bundle::pack::open_walked(path).map_err(|e| match e.raw_os_error() {
+        // ELOOP here is the link `O_NOFOLLOW` refused, not a loop of
+        // links: words of its own, no I/O kind (F28 lists it).
+        Some(libc::ELOOP) => Error::Local(format!(
+            "{}: not a regular file (a symbolic link)",
+            path.display()
+        )),
+        _ => local_io(path, &e),
     })?;
     send_open_file(file, path, name, addr, opts)
 }
@@ -114,12 +116,12 @@ fn send_open_file(
     addr: SocketAddr,
     opts: &SendOptions,
 ) -> Result<TransferReport, Error> {
-    let shown = path.display().to_string();
-    let meta = file
-        .metadata()
-        .map_err(|e| Error::Local(format!("{shown}: {}", io_reason(&e))))?;
+    let meta = file.metadata().map_err(|e| local_io(path, &e))?;
     if !meta.is_file() {
-        return Err(Error::Local(format!("{shown}: not a regular file")));
+        return Err(Error::Local(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
     }
     // The size at open is what is sent: a file that grows meanwhile is sent
     // as it was (its first `size` bytes); one that shrinks fails.
@@ -597,7 +599,10 @@ fn file_target(
                 out.display()
             ),
             "the client has a directory of that name",
-        ));
+        )
+        .because(crate::ErrorKind::Local {
+            io: Some(std::io::ErrorKind::IsADirectory),
+        }));
     };
     part.ident = resp.size.zip(resp.mtime);
     part.mode = resp.mode;
@@ -994,6 +999,62 @@ mod tests {
         // Without the slash, a new name is the file's.
         let named = destination(&t.path().join("new.bin"), "a.bin").unwrap();
         assert_eq!(named, t.path().join("new.bin"));
+    }
+
+    /// F28: a receiver that does not know the operation asked for
+    /// refuses it as "unknown operation 'OP'"; the sender's report gives
+    /// the operation in its JSON's `peer_detail`. No version of the tool
+    /// asks this receiver for an operation it does not know, so the
+    /// request is written by hand (a newer client's), the rest is a real
+    /// transfer on loopback.
+    #[test]
+    fn an_unknown_operation_is_in_the_reports_peer_detail() {
+        use crate::{Receiver, ReceiverOptions, Security};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut ropts = ReceiverOptions::new();
+        ropts.security = Security::Insecure;
+        ropts.stop = Some(Arc::clone(&stop));
+        let rx = Receiver::bind("127.0.0.1:0".parse().unwrap(), ropts).unwrap();
+        let addr = rx.local_addr();
+        let path = dir.path().to_path_buf();
+        let h = std::thread::spawn(move || rx.serve_dir(path));
+        let mut opts = SendOptions::new();
+        opts.security = Security::Insecure;
+        opts.connect_timeout = std::time::Duration::from_secs(5);
+        let waker = new_waker().unwrap();
+        let transfer = Transfer::new(
+            "x",
+            Plan::Send {
+                reader: Input::Stream(Box::new(std::io::empty())),
+                size: None,
+                resume: false,
+            },
+            waker.clone(),
+        );
+        let asked = br#"{"v":1,"op":"frobnicate","name":"x"}"#.to_vec();
+        let report = run(addr, Mode::Write, None, asked, transfer, &waker, &opts);
+        stop.store(true, Ordering::Relaxed);
+        h.join().unwrap().unwrap();
+        let report = report.unwrap();
+        assert_eq!(
+            report.error_kind(),
+            Some(crate::ErrorKind::RefusedByPeer(
+                crate::PeerReason::UnknownOperation("frobnicate".into())
+            )),
+            "{:?}",
+            report.error
+        );
+        let v = serde_json::to_value(&report).unwrap();
+        assert_eq!(v["error_kind"], "refused_by_peer", "{v}");
+        assert_eq!(v["peer_reason"], "unknown_operation", "{v}");
+        assert_eq!(
+            v["peer_detail"],
+            serde_json::json!({ "operation": "frobnicate" }),
+            "{v}"
+        );
+        assert!(v.get("io_kind").is_none(), "{v}");
     }
 
     #[test]

@@ -114,11 +114,16 @@ impl Error {
     /// started, has the kind its variant says: `InvalidOptions`,
     /// `Local { io: None }`, `Network`, `NothingListening` (for
     /// [`Error::Refused`]) or `Other` (for [`Error::Failed`]); except an
-    /// [`Error::Local`] whose message ends in ": file exists" (this crate's
-    /// words for a file it does not replace without
+    /// [`Error::Local`] whose message says its I/O error's kind, which is
+    /// `Local { io: Some(..) }`: one ending in ": file exists" (this
+    /// crate's words for a file it does not replace without
     /// [`SendOptions::overwrite`](crate::SendOptions::overwrite), as
-    /// [`get`](crate::get) returns before asking anyone), which is
-    /// `Local { io: Some(AlreadyExists) }`.
+    /// [`get`](crate::get) returns before asking anyone) is
+    /// `AlreadyExists`, and so on for this crate's other words of an I/O
+    /// error ("no such file", "permission denied", "disk full (ENOSPC)",
+    /// ...); one ending in an OS error as the standard library displays it,
+    /// `"... (os error N)"` (`format!("{path}: {e}")` of an
+    /// [`std::io::Error`] from the system), has the kind of errno `N`.
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Transfer(r) => r.error_kind().unwrap_or(ErrorKind::Other),
@@ -131,10 +136,10 @@ impl Error {
             // F27: every ending `io_reason` writes ("PATH: no such file",
             // "PATH: permission denied", ...) reads back as its I/O kind,
             // from the one table both use.
+            // F28: so does an OS message passed through ("... (os error
+            // N)", std's form of an OS error), by its errno.
             Error::Local(m) => ErrorKind::Local {
-                io: m
-                    .rsplit_once(": ")
-                    .and_then(|(_, words)| io_kind_of_words(words)),
+                io: io_kind_of_message(m),
             },
             Error::Network(_) => ErrorKind::Network,
             Error::Refused(_) => ErrorKind::NothingListening,
@@ -587,7 +592,13 @@ impl From<AppError> for Error {
 /// in ": WORDS" as that kind (F25 for "file exists", F27 for all): the
 /// variant holds a bare `String`, and this crate's own words are the side
 /// channel, so the words and the kinds live in this one table.
-const IO_WORDS: [(&[i32], &str, Option<std::io::ErrorKind>); 8] = {
+///
+/// F28: a row without an errno is words this crate writes itself for a
+/// failure it found without an I/O error ("no such directory" for a
+/// destination's parent that is missing), read back all the same; and the
+/// words may be followed by advice in parentheses ("no such directory
+/// (create it first)").
+const IO_WORDS: [(&[i32], &str, Option<std::io::ErrorKind>); 13] = {
     use std::io::ErrorKind as K;
     [
         (&[libc::ENOSPC], "disk full (ENOSPC)", Some(K::StorageFull)),
@@ -610,6 +621,29 @@ const IO_WORDS: [(&[i32], &str, Option<std::io::ErrorKind>); 8] = {
             Some(K::ReadOnlyFilesystem),
         ),
         (&[libc::EISDIR], "is a directory", Some(K::IsADirectory)),
+        // F28: a receiver's port taken, an address that is not this
+        // host's (the socket's errors, `driver::socket_error`).
+        (
+            &[libc::EADDRINUSE],
+            "address already in use",
+            Some(K::AddrInUse),
+        ),
+        (
+            &[libc::EADDRNOTAVAIL],
+            "address not available on this host",
+            Some(K::AddrNotAvailable),
+        ),
+        // F28: this crate's words without an errno (`get`'s destination,
+        // a receiver's directory).
+        (&[], "no such directory", Some(K::NotFound)),
+        (&[], "not a directory", Some(K::NotADirectory)),
+        // A partial file another transfer holds (`PartFile::open`, whose
+        // `AppError` says so for reports; a `get` returns it directly).
+        (
+            &[],
+            "another transfer of this name is in progress",
+            Some(K::ResourceBusy),
+        ),
         (
             &[libc::ENAMETOOLONG],
             "name too long for the receiver's file system",
@@ -634,12 +668,40 @@ pub(crate) fn io_reason(e: &std::io::Error) -> String {
         .map_or_else(|| e.to_string(), |(_, words, _)| (*words).to_string())
 }
 
-/// The I/O kind [`io_reason`]'s `words` stand for, if they are its own.
+/// The I/O kind an [`Error::Local`]'s message says: its last
+/// ": "-separated part in [`IO_WORDS`]' words (F27), else an OS error as
+/// the standard library displays it at its end (F28).
+fn io_kind_of_message(m: &str) -> Option<std::io::ErrorKind> {
+    m.rsplit_once(": ")
+        .and_then(|(_, words)| io_kind_of_words(words))
+        .or_else(|| os_error_kind(m))
+}
+
+/// The I/O kind [`io_reason`]'s `words` stand for, if they are its own,
+/// alone or followed by advice in parentheses.
 fn io_kind_of_words(words: &str) -> Option<std::io::ErrorKind> {
     IO_WORDS
         .iter()
-        .find(|(_, w, _)| *w == words)
+        .find(|(_, w, _)| {
+            words
+                .strip_prefix(w)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(" ("))
+        })
         .and_then(|(_, _, k)| *k)
+}
+
+/// The kind of the OS error at the end of `m`, as `std::io::Error`
+/// displays one from the system: "MESSAGE (os error N)" (the errno
+/// passed through by [`io_reason`] and by `format!("{e}")`).
+fn os_error_kind(m: &str) -> Option<std::io::ErrorKind> {
+    let n = m
+        .trim_end()
+        .strip_suffix(')')?
+        .rsplit_once(" (os error ")?
+        .1
+        .parse::<i32>()
+        .ok()?;
+    Some(std::io::Error::from_raw_os_error(n).kind())
 }
 
 #[cfg(test)]
@@ -866,6 +928,137 @@ mod tests {
             Error::Failed("x: file exists".into()).kind(),
             ErrorKind::Other
         );
+    }
+
+    /// F28: an `Error::Local` whose message ends in an OS error as `std`
+    /// displays it has that errno's kind, whatever the words before; this
+    /// crate's words without an errno, and words followed by advice in
+    /// parentheses, read as theirs.
+    #[test]
+    fn an_os_message_passed_through_keeps_its_kind() {
+        use std::io::ErrorKind as K;
+        let local = |m: &str| Error::Local(m.into()).kind();
+        // std's form, which the reading relies on: a change fails here.
+        let e = std::io::Error::from_raw_os_error(libc::ENOTDIR);
+        assert!(
+            e.to_string()
+                .ends_with(&format!(" (os error {})", libc::ENOTDIR)),
+            "{e}"
+        );
+        for (errno, kind) in [
+            (libc::ENOTDIR, K::NotADirectory),
+            (libc::ENOTEMPTY, K::DirectoryNotEmpty),
+            (libc::EBUSY, K::ResourceBusy),
+            (libc::EFBIG, K::FileTooLarge),
+            (libc::ENOENT, K::NotFound),
+        ] {
+            let io = std::io::Error::from_raw_os_error(errno);
+            // Through `local_io` (the words pass through when they are not
+            // the table's) and through a caller's `format!("{e}")`.
+            let via = local_io(std::path::Path::new("/tmp/a: b"), &io);
+            assert_eq!(via.kind(), ErrorKind::Local { io: Some(kind) }, "{via}");
+            let theirs = format!("thread: {io}");
+            assert_eq!(
+                local(&theirs),
+                ErrorKind::Local { io: Some(kind) },
+                "{theirs}"
+            );
+        }
+        // A kind std does not name stably still comes through as std's.
+        let eloop = std::io::Error::from_raw_os_error(libc::ELOOP);
+        assert_eq!(
+            local(&format!("x: {eloop}")),
+            ErrorKind::Local {
+                io: Some(eloop.kind())
+            }
+        );
+        // The crate's words without an errno, and with advice after them.
+        for (m, kind) in [
+            ("/d/: no such directory", K::NotFound),
+            ("/d: no such directory (create it first)", K::NotFound),
+            ("/d: not a directory", K::NotADirectory),
+            (
+                "/d/x: is a directory (the server sends a file)",
+                K::IsADirectory,
+            ),
+            ("0.0.0.0:2998: address already in use", K::AddrInUse),
+            (
+                "[::1]:9: address not available on this host",
+                K::AddrNotAvailable,
+            ),
+            (
+                "x: file exists (use --force on the receiver)",
+                K::AlreadyExists,
+            ),
+            (
+                "/d/f: another transfer of this name is in progress",
+                K::ResourceBusy,
+            ),
+        ] {
+            assert_eq!(local(m), ErrorKind::Local { io: Some(kind) }, "{m}");
+        }
+        for other in [
+            "x: y (os error )",
+            "x: y (os error two)",
+            "x: (os error 2) and more",
+            "x: not a directory, I think",
+            "x: exists and is not a directory (the server sends one)",
+        ] {
+            assert_eq!(local(other), ErrorKind::Local { io: None }, "{other}");
+        }
+        // Only an `Error::Local` is read so.
+        assert_eq!(Error::Network(format!("x: {e}")).kind(), ErrorKind::Network);
+    }
+
+    /// F28: real failures before any transfer, built where the I/O error
+    /// is in hand, keep its kind: a path through a file, a receiver's
+    /// directory that is a file or missing, a port already taken.
+    #[test]
+    fn local_failures_before_a_transfer_have_their_io_kind() {
+        use std::io::ErrorKind as K;
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("f");
+        std::fs::write(&file, b"x").unwrap();
+        let addr: std::net::SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let e = crate::send_file(file.join("x"), addr, &crate::SendOptions::new()).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            ErrorKind::Local {
+                io: Some(K::NotADirectory)
+            },
+            "{e}"
+        );
+        let e = crate::Receiver::check_dir(&file).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            ErrorKind::Local {
+                io: Some(K::NotADirectory)
+            },
+            "{e}"
+        );
+        let e = crate::Receiver::check_dir(&t.path().join("gone")).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            ErrorKind::Local {
+                io: Some(K::NotFound)
+            },
+            "{e}"
+        );
+        let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let at = taken.local_addr().unwrap();
+        match crate::Receiver::bind(at, crate::ReceiverOptions::new()) {
+            Err(e) => {
+                assert_eq!(
+                    e.kind(),
+                    ErrorKind::Local {
+                        io: Some(K::AddrInUse)
+                    },
+                    "{e}"
+                );
+                assert_eq!(e.kind().io_code(), Some("address_in_use"));
+            }
+            Ok(_) => panic!("bound {at} twice"),
+        }
     }
 
     #[test]

@@ -70,7 +70,9 @@ impl PeerReason {
     /// `cancelled`, `disk_full`, `integrity`, `entries_not_stored`,
     /// `other`. The text of [`Other`](Self::Other) and the operation of
     /// [`UnknownOperation`](Self::UnknownOperation) are the peer's words,
-    /// left in the message, not in the code.
+    /// left in the message, not in the code; the operation, and
+    /// [`EntriesNotStored`](Self::EntriesNotStored)'s flag, are in
+    /// [`detail`](Self::detail) (F28).
     pub fn code(&self) -> &'static str {
         match self {
             PeerReason::FileExists => "file_exists",
@@ -91,6 +93,70 @@ impl PeerReason {
             PeerReason::Integrity => "integrity",
             PeerReason::EntriesNotStored { .. } => "entries_not_stored",
             PeerReason::Other(_) => "other",
+        }
+    }
+}
+
+/// What a peer's reason carries beyond its code ([`PeerReason::detail`]):
+/// `peer_detail` in the JSON form of a report, beside `peer_reason`
+/// (decision F28). One object for every reason that has data, each field
+/// named after the reason's own field and present only with that reason,
+/// so that a new reason with data adds a field here, never a new
+/// top-level one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct PeerDetail<'a> {
+    /// [`PeerReason::EntriesNotStored`]: some entries were not stored
+    /// because a file of that name is there and differs (`recv --force`
+    /// replaces it); `false`: for other reasons only (the error's lines say
+    /// which).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exists: Option<bool>,
+    /// [`PeerReason::UnknownOperation`]: the operation the peer does not
+    /// know, as it named it (`bundle`, `same`, `have`, ...): the peer's
+    /// words, not a code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation: Option<&'a str>,
+}
+
+impl PeerReason {
+    /// What this reason carries beyond its [`code`](Self::code), for the
+    /// JSON's `peer_detail`: `{"exists": BOOL}` for
+    /// [`EntriesNotStored`](Self::EntriesNotStored), `{"operation": OP}`
+    /// for [`UnknownOperation`](Self::UnknownOperation); `None` for the
+    /// reasons without data (and for [`Other`](Self::Other), whose text
+    /// is in the message).
+    pub fn detail(&self) -> Option<PeerDetail<'_>> {
+        let none = PeerDetail {
+            exists: None,
+            operation: None,
+        };
+        match self {
+            PeerReason::EntriesNotStored { exists } => Some(PeerDetail {
+                exists: Some(*exists),
+                ..none
+            }),
+            PeerReason::UnknownOperation(op) => Some(PeerDetail {
+                operation: Some(op),
+                ..none
+            }),
+            // No `_` arm: a new reason says here whether it has data.
+            PeerReason::FileExists
+            | PeerReason::AlreadyThere
+            | PeerReason::NotAuthorized
+            | PeerReason::EncryptionRequired
+            | PeerReason::PeerInsecure
+            | PeerReason::CodeMismatch
+            | PeerReason::CodeRequired
+            | PeerReason::CodeNotExpected
+            | PeerReason::ReadingNotEnabled
+            | PeerReason::NameNotAllowed
+            | PeerReason::Busy
+            | PeerReason::ShuttingDown
+            | PeerReason::Cancelled
+            | PeerReason::DiskFull
+            | PeerReason::Integrity
+            | PeerReason::Other(_) => None,
         }
     }
 }
@@ -135,28 +201,35 @@ pub fn io_kind_code(kind: std::io::ErrorKind) -> &'static str {
         K::Interrupted => "interrupted",
         K::TimedOut => "timed_out",
         K::OutOfMemory => "out_of_memory",
+        // F28: a receiver's port taken, an address not this host's.
+        K::AddrInUse => "address_in_use",
+        K::AddrNotAvailable => "address_not_available",
         _ => "other",
     }
 }
 
 /// The codes of a failure as a report's JSON form carries them beside its
 /// `error` (flattened into it): `error_kind` always (null on success),
-/// `peer_reason` and `io_kind` when the kind has one.
+/// `peer_reason`, `peer_detail` and `io_kind` when the kind has one.
 #[derive(Serialize)]
-pub(crate) struct ErrorCodes {
+pub(crate) struct ErrorCodes<'a> {
     pub(crate) error_kind: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) peer_reason: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) peer_detail: Option<PeerDetail<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) io_kind: Option<&'static str>,
 }
 
-impl ErrorCodes {
+impl ErrorCodes<'_> {
     /// The codes of `kind` (`None`: success).
-    pub(crate) fn of(kind: Option<&ErrorKind>) -> ErrorCodes {
+    pub(crate) fn of(kind: Option<&ErrorKind>) -> ErrorCodes<'_> {
+        let reason = kind.and_then(ErrorKind::peer_reason);
         ErrorCodes {
             error_kind: kind.map(ErrorKind::code),
-            peer_reason: kind.and_then(ErrorKind::peer_reason).map(PeerReason::code),
+            peer_reason: reason.map(PeerReason::code),
+            peer_detail: reason.and_then(PeerReason::detail),
             io_kind: kind.and_then(ErrorKind::io_code),
         }
     }
@@ -277,6 +350,8 @@ mod tests {
             (K::Interrupted, "interrupted"),
             (K::TimedOut, "timed_out"),
             (K::OutOfMemory, "out_of_memory"),
+            (K::AddrInUse, "address_in_use"),
+            (K::AddrNotAvailable, "address_not_available"),
             (K::BrokenPipe, "other"),
             (K::Other, "other"),
         ];
@@ -333,5 +408,61 @@ mod tests {
             json(Some(ErrorKind::PeerSilent)),
             serde_json::json!({ "error_kind": "peer_silent" })
         );
+        // F28: a reason's data in `peer_detail`, only with that reason.
+        assert_eq!(
+            json(Some(ErrorKind::AbortedByPeer(
+                PeerReason::EntriesNotStored { exists: false }
+            ))),
+            serde_json::json!({
+                "error_kind": "aborted_by_peer",
+                "peer_reason": "entries_not_stored",
+                "peer_detail": { "exists": false },
+            })
+        );
+        assert_eq!(
+            json(Some(ErrorKind::RefusedByPeer(
+                PeerReason::UnknownOperation("bundle".into())
+            ))),
+            serde_json::json!({
+                "error_kind": "refused_by_peer",
+                "peer_reason": "unknown_operation",
+                "peer_detail": { "operation": "bundle" },
+            })
+        );
+    }
+
+    /// F28: the reasons with data give it, one field each; the others
+    /// (and `Other`, whose text is the message's) none. The peer's
+    /// operation is kept as it sent it: JSON escapes what it must.
+    #[test]
+    fn peer_details_carry_only_the_reasons_data() {
+        use PeerReason as P;
+        let detail = |r: &P| serde_json::to_value(r.detail()).unwrap();
+        assert_eq!(
+            detail(&P::EntriesNotStored { exists: true }),
+            serde_json::json!({ "exists": true })
+        );
+        assert_eq!(
+            detail(&P::EntriesNotStored { exists: false }),
+            serde_json::json!({ "exists": false })
+        );
+        assert_eq!(
+            detail(&P::UnknownOperation("same".into())),
+            serde_json::json!({ "operation": "same" })
+        );
+        let odd = P::from_wire("unknown operation '\u{1b}[2J\"x'");
+        assert_eq!(odd.code(), "unknown_operation");
+        assert_eq!(
+            detail(&odd),
+            serde_json::json!({ "operation": "\u{1b}[2J\"x" })
+        );
+        for r in [
+            P::FileExists,
+            P::Busy,
+            P::Cancelled,
+            P::Other("unknown operation".into()),
+        ] {
+            assert_eq!(r.detail(), None, "{r:?}");
+        }
     }
 }

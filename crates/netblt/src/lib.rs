@@ -124,7 +124,7 @@ pub use driver::passive::JunkCounts;
 pub use driver::secure::passive::FloodCounts;
 pub use driver::socket::DEFAULT_PORT;
 pub use error::{Error, ErrorKind, PeerReason};
-pub use error_code::io_kind_code;
+pub use error_code::{io_kind_code, PeerDetail};
 pub use handler::{DataHandler, IncomingTransfer};
 /// The cryptographic core (`netblt-crypto`), re-exported: keys, key files, codes, limits.
 pub use netblt_crypto as crypto;

@@ -114,11 +114,9 @@ impl Receiver {
                 "{}: no such directory (create it first)",
                 dir.display()
             ))),
-            Err(e) => Err(Error::Local(format!(
-                "{}: {}",
-                dir.display(),
-                io_reason(&e)
-            ))),
+            // F28: "no such directory" above and `local_io`'s words
+            // read back as their I/O kinds.
+            Err(e) => Err(crate::error::local_io(dir, &e)),
         }
     }
 

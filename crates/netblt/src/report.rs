@@ -90,7 +90,8 @@ pub struct RateReport {
 /// Its JSON form has, beside `error` (the message), the failure's stable
 /// codes (decision F26): `error_kind` ([`ErrorKind::code`] of
 /// [`error_kind`](Self::error_kind); null on success), and `peer_reason`
-/// ([`PeerReason::code`](crate::PeerReason::code)) and `io_kind`
+/// ([`PeerReason::code`](crate::PeerReason::code)), `peer_detail`
+/// ([`PeerReason::detail`](crate::PeerReason::detail), F28) and `io_kind`
 /// ([`io_kind_code`](crate::io_kind_code)) when the kind has one.
 #[derive(Debug, Clone, Serialize)]
 // The derive writes the fields (as `TransferReport::serialize`); the
@@ -211,15 +212,15 @@ pub struct TransferReport {
 }
 
 impl Serialize for TransferReport {
-    /// The fields, then `error_kind` and, when they apply, `peer_reason`
-    /// and `io_kind` (F26).
+    /// The fields, then `error_kind` and, when they apply, `peer_reason`,
+    /// `peer_detail` (F28) and `io_kind` (F26).
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
         struct WithCodes<'a> {
             #[serde(flatten, serialize_with = "fields")]
             report: &'a TransferReport,
             #[serde(flatten)]
-            codes: ErrorCodes,
+            codes: ErrorCodes<'a>,
         }
         fn fields<S: Serializer>(r: &&TransferReport, s: S) -> Result<S::Ok, S::Error> {
             TransferReport::serialize(r, s)

@@ -130,7 +130,14 @@ pub(crate) struct Keys {
 }
 
 fn file_error(e: FileError) -> AppError {
+    // F28: a key file's I/O error keeps its kind (its message ends in the
+    // OS error too, read back by `Error::kind` once it is an `Error`).
+    let io = match &e {
+        FileError::Io { source, .. } => Some(source.kind()),
+        _ => None,
+    };
     AppError::new(Kind::Local, format!("key files: {e}"), "")
+        .because(crate::ErrorKind::Local { io })
 }
 
 impl Keys {

@@ -219,10 +219,27 @@ pub fn table_row(r: &TransferReport) -> String {
     )
 }
 
+/// A scenario that cannot be used: a file that cannot be read is a local
+/// error (exit 3, `local` with its `io_kind` in `--json`'s error object, as
+/// `send`'s file that is not there; F28), one that does not parse or
+/// holds values that cannot work a usage error (exit 2).
+fn scenario_error(e: netblt_sim::dumbbell::ScenarioError) -> CliError {
+    use netblt_sim::dumbbell::ScenarioError;
+    match &e {
+        ScenarioError::Io { source, .. } => {
+            let kind = netblt::ErrorKind::Local {
+                io: Some(source.kind()),
+            };
+            CliError::new(crate::exit::LOCAL, e.to_string()).with_kind(Some(kind))
+        }
+        _ => CliError::usage(e.to_string()),
+    }
+}
+
 /// `netblt sim --scenario FILE`: the dumbbell's table, or its JSON report.
 fn run_scenario(path: &std::path::Path, json: bool) -> anyhow::Result<()> {
     use netblt_sim::dumbbell::{run_dumbbell, Scenario};
-    let scenario = Scenario::load(path).map_err(|e| CliError::usage(e.to_string()))?;
+    let scenario = Scenario::load(path).map_err(scenario_error)?;
     let report =
         run_dumbbell(&scenario).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
     if json {
@@ -272,7 +289,10 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
             .error
             .clone()
             .unwrap_or_else(|| "transfer failed".into());
-        return Err(CliError::new(crate::exit::FAILED, format!("transfer failed: {why}")).into());
+        let e = CliError::new(crate::exit::FAILED, format!("transfer failed: {why}"));
+        // Its report, with `error`, is the JSON object of this run (F28:
+        // no error object after it).
+        return Err(if args.json { e.reported() } else { e }.into());
     }
     Ok(())
 }

@@ -202,15 +202,15 @@ pub(crate) fn socket_error(e: &io::Error, what: &str, raw: bool) -> AppError {
         });
     }
     match e.raw_os_error() {
-        Some(libc::EADDRINUSE) => {
-            AppError::new(Kind::Local, format!("{what}: address already in use"), "")
-        }
-        Some(libc::EADDRNOTAVAIL) => AppError::new(
+        // "address already in use", "address not available on this
+        // host", "permission denied": `io_reason`'s words, which a direct
+        // `Error::Local` (a `Receiver::bind`) is read back by (F28).
+        Some(libc::EADDRINUSE | libc::EADDRNOTAVAIL | libc::EACCES) => AppError::new(
             Kind::Local,
-            format!("{what}: address not available on this host"),
+            format!("{what}: {}", crate::error::io_reason(e)),
             "",
-        ),
-        Some(libc::EACCES) => AppError::new(Kind::Local, format!("{what}: permission denied"), ""),
+        )
+        .because(crate::ErrorKind::Local { io: Some(e.kind()) }),
         Some(libc::ENETUNREACH) | Some(libc::EHOSTUNREACH) => {
             AppError::new(Kind::Network, format!("{what}: host unreachable"), "")
         }

@@ -138,9 +138,7 @@ pub(crate) fn run_passive<S: Service>(
     stop: &AtomicBool,
 ) -> Result<JunkCounts, AppError> {
     precise_timers();
-    let waker = Arc::new(
-        Waker::new().map_err(|e| AppError::new(Kind::Local, format!("eventfd: {e}"), ""))?,
-    );
+    let waker = Arc::new(Waker::new().map_err(|e| AppError::io("eventfd", &e))?);
     let port = if opts.raw {
         opts.listen.port()
     } else {
