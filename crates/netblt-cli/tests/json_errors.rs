@@ -164,17 +164,26 @@ fn a_get_to_a_file_that_is_here_is_already_exists() {
     drop(r);
 }
 
-/// A bundle whose file differs at the receiver: the receiver's entry says
-/// `io_kind: already_exists`, the sender's report `aborted_by_peer` /
-/// `entries_not_stored`.
-#[test]
-fn a_bundle_entry_that_exists_has_its_io_kind() {
+/// `send` of a tree `t` of two files, `a` and `b`, with `--json` to a
+/// `recv --once --json` whose directory `prepare` filled first: the
+/// receiver's directory, the sender's exit code, stdout and stderr, and the
+/// receiver's.
+#[allow(clippy::type_complexity)]
+fn send_tree_against(
+    prepare: impl FnOnce(&std::path::Path),
+) -> (
+    tempfile::TempDir,
+    Option<i32>,
+    String,
+    String,
+    (Option<i32>, String, String),
+) {
     let src = tempfile::tempdir().unwrap();
     let dst = tempfile::tempdir().unwrap();
     for n in ["a", "b"] {
         write(&src.path().join("t").join(n), n.repeat(100).as_bytes());
     }
-    write(&dst.path().join("t/b"), b"old");
+    prepare(dst.path());
     let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--once", "--json"]);
     let (code, out, err) = run(
         &[
@@ -185,7 +194,17 @@ fn a_bundle_entry_that_exists_has_its_io_kind() {
         ],
         T,
     );
-    let (rcode, rout, rerr) = r.finish(T);
+    let theirs = r.finish(T);
+    (dst, code, out, err, theirs)
+}
+
+/// A bundle whose file differs at the receiver: the receiver's entry says
+/// `io_kind: already_exists`, the sender's report `aborted_by_peer` /
+/// `entries_not_stored`.
+#[test]
+fn a_bundle_entry_that_exists_has_its_io_kind() {
+    let (dst, code, out, err, (rcode, rout, rerr)) =
+        send_tree_against(|dst| write(&dst.join("t/b"), b"old"));
     assert_eq!(code, Some(1), "{err}");
     assert_eq!(rcode, Some(1), "{rerr}");
     let v = objects(&out);
@@ -210,23 +229,8 @@ fn a_bundle_entry_that_exists_has_its_io_kind() {
 /// false, and the receiver's entry has no `already_exists`.
 #[test]
 fn a_bundle_entry_in_the_way_is_not_exists() {
-    let src = tempfile::tempdir().unwrap();
-    let dst = tempfile::tempdir().unwrap();
-    for n in ["a", "b"] {
-        write(&src.path().join("t").join(n), n.repeat(100).as_bytes());
-    }
-    write(&dst.path().join("t/b/inside"), b"kept");
-    let r = Recv::start(&["--dir", dst.path().to_str().unwrap(), "--once", "--json"]);
-    let (code, out, err) = run(
-        &[
-            "send",
-            src.path().join("t").to_str().unwrap(),
-            &r.addr,
-            "--json",
-        ],
-        T,
-    );
-    let (_, rout, rerr) = r.finish(T);
+    let (dst, code, out, err, (_, rout, rerr)) =
+        send_tree_against(|dst| write(&dst.join("t/b/inside"), b"kept"));
     assert_eq!(code, Some(1), "{err}");
     let v = objects(&out);
     assert_eq!(v.len(), 1, "{out}");
