@@ -439,16 +439,13 @@ const ENTRY_OLD: [(&str, &str); 4] = [
 /// lines (a bundle receiver's QUIT list) is read line by line, an entry's
 /// `NAME: REASON` by its reason.
 pub(crate) fn neutral(reason: &str) -> String {
-    let r = reason.trim();
-    if r.contains('\n') {
-        // Split on '\n' alone: the peer's other characters stay as sent.
-        return r
-            .split('\n')
-            .map(neutral_line)
-            .collect::<Vec<_>>()
-            .join("\n");
-    }
-    neutral_line(r)
+    // Split on '\n' alone: the peer's other characters stay as sent.
+    reason
+        .trim()
+        .split('\n')
+        .map(neutral_line)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn neutral_line(r: &str) -> String {
