@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use netblt_link::profiles;
 use netblt_sim::tcp::TcpConfig;
-use netblt_sim::tcp_path::{run_tcp_path, TcpPathConfig};
+use netblt_sim::tcp_path::{run_tcp_path, TcpPathConfig, TcpPathResult};
 use serde::Serialize;
 
 use crate::fmt;
@@ -124,6 +124,54 @@ pub fn run(seeds: &[u64], quick: bool) -> anyhow::Result<Vec<Cell>> {
     Ok(out)
 }
 
+/// The appendix's path: the `t1-satellite` profile's links with bit errors
+/// at `ber` in both directions, on data and ACKs (and the NAKs they carry:
+/// §7, "many naks as well as data packets were dropped"), and its framing.
+/// The profile's overhead is IP + UDP + HDLC; a TCP segment's wire length
+/// already counts IP and TCP, so only the link framing is added. The
+/// sensitivity sweeps change the links further before [`run_window`].
+pub(crate) struct T1Path {
+    pub forward: netblt_link::LinkConfig,
+    pub reverse: netblt_link::LinkConfig,
+    framing: usize,
+}
+
+pub(crate) fn t1_path(ber: f64) -> anyhow::Result<T1Path> {
+    let p = profiles::profile("t1-satellite")
+        .ok_or_else(|| anyhow::anyhow!("no t1-satellite profile"))?;
+    let (mut forward, mut reverse) = (p.forward.clone(), p.reverse.clone());
+    forward.ber = ber;
+    reverse.ber = ber;
+    Ok(T1Path {
+        forward,
+        reverse,
+        framing: p
+            .wire_overhead
+            .saturating_sub(profiles::IP_HEADER + profiles::UDP_HEADER),
+    })
+}
+
+/// One run of the 4.3BSD-Tahoe TCP with RFC 1106's Big Window option
+/// (window `w` K) and, with `nak`, its NAK option, over `path`.
+pub(crate) fn run_window(
+    path: T1Path,
+    w: u64,
+    nak: bool,
+    quick: bool,
+    seed: u64,
+) -> anyhow::Result<TcpPathResult> {
+    run_tcp_path(&TcpPathConfig {
+        forward: path.forward,
+        reverse: path.reverse,
+        framing: path.framing,
+        tcp: TcpConfig::bsd43_rfc1106(w * 1024, nak),
+        duration: duration(quick),
+        warmup: Duration::ZERO,
+        seed,
+    })
+    .map_err(|e| anyhow::anyhow!(e))
+}
+
 /// One cell of a figure: window `w` (K), the NAK option on or off, the
 /// appendix's `bi`-th bit-error rate, averaged over `seeds`. `queue`: both
 /// directions' queue as a multiple of the profile's (`Some(1)`: the
@@ -138,13 +186,6 @@ pub fn run_cell(
     quick: bool,
     queue: Option<usize>,
 ) -> anyhow::Result<Cell> {
-    let p = profiles::profile("t1-satellite")
-        .ok_or_else(|| anyhow::anyhow!("no t1-satellite profile"))?;
-    // The profile's overhead is IP + UDP + HDLC; a TCP segment's wire length
-    // already counts IP and TCP, so only the link framing is added.
-    let framing = p
-        .wire_overhead
-        .saturating_sub(profiles::IP_HEADER + profiles::UDP_HEADER);
     let wi = WINDOWS_K
         .iter()
         .position(|&x| x == w)
@@ -155,28 +196,15 @@ pub fn run_cell(
     let (mut rate, mut drops, mut qdrops, mut ack_qdrops) = (0.0, 0.0, 0.0, 0.0);
     let (mut fr, mut to, mut naks) = (0.0, 0.0, 0.0);
     for &seed in seeds {
-        let mut forward = p.forward.clone();
-        let mut reverse = p.reverse.clone();
-        // Bit errors in both directions: data and ACKs (and the NAKs they
-        // carry: §7, "many naks as well as data packets were dropped").
-        forward.ber = ber;
-        reverse.ber = ber;
-        for link in [&mut forward, &mut reverse] {
+        let mut path = t1_path(ber)?;
+        for link in [&mut path.forward, &mut path.reverse] {
             link.queue_limit_bytes = match queue {
                 Some(k) => link.queue_limit_bytes.map(|q| q.saturating_mul(k)),
                 None => None,
             };
         }
-        let r = run_tcp_path(&TcpPathConfig {
-            forward,
-            reverse,
-            framing,
-            tcp: TcpConfig::bsd43_rfc1106(w * 1024, nak),
-            duration: duration(quick),
-            warmup: Duration::ZERO,
-            seed: seed.wrapping_mul(1000).wrapping_add(w * 10 + bi as u64),
-        })
-        .map_err(|e| anyhow::anyhow!(e))?;
+        let seed = seed.wrapping_mul(1000).wrapping_add(w * 10 + bi as u64);
+        let r = run_window(path, w, nak, quick, seed)?;
         rate += r.rate / 1024.0;
         drops += r.forward.drops.bit_error as f64;
         qdrops += r.forward.drops.queue as f64;

@@ -31,12 +31,12 @@ use std::time::Duration;
 
 use netblt_link::profiles;
 use netblt_link::LossModel;
-use netblt_sim::tcp::TcpConfig;
-use netblt_sim::tcp_path::{run_tcp_path, TcpPathConfig};
 use serde::Serialize;
 
 use crate::fmt::{error_pct, fmt_error, mean, num, table};
-use crate::rfc1106::{duration, run_cell, Cell, BERS, PAPER_NAK, PAPER_NO_NAK, WINDOWS_K};
+use crate::rfc1106::{
+    run_cell, run_window, t1_path, Cell, BERS, PAPER_NAK, PAPER_NO_NAK, WINDOWS_K,
+};
 
 /// Extra round-trip time (ms) of the host-time sweep.
 pub const EXTRA_RTT_MS: [u64; 4] = [0, 50, 100, 150];
@@ -219,30 +219,13 @@ fn run_one(
     seed: u64,
     quick: bool,
 ) -> anyhow::Result<f64> {
-    let p = profiles::profile("t1-satellite")
-        .ok_or_else(|| anyhow::anyhow!("no t1-satellite profile"))?;
-    let framing = p
-        .wire_overhead
-        .saturating_sub(profiles::IP_HEADER + profiles::UDP_HEADER);
-    let (mut forward, mut reverse) = (p.forward.clone(), p.reverse.clone());
-    forward.ber = ber;
-    reverse.ber = ber;
-    forward.delay += extra_rtt / 2;
-    reverse.delay += extra_rtt / 2;
+    let mut path = t1_path(ber)?;
+    path.forward.delay += extra_rtt / 2;
+    path.reverse.delay += extra_rtt / 2;
     if ack_loss > 0.0 {
-        reverse.loss = LossModel::Bernoulli { p: ack_loss };
+        path.reverse.loss = LossModel::Bernoulli { p: ack_loss };
     }
-    let r = run_tcp_path(&TcpPathConfig {
-        forward,
-        reverse,
-        framing,
-        tcp: TcpConfig::bsd43_rfc1106(w * 1024, nak),
-        duration: duration(quick),
-        warmup: Duration::ZERO,
-        seed,
-    })
-    .map_err(|e| anyhow::anyhow!(e))?;
-    Ok(r.rate / 1024.0)
+    Ok(run_window(path, w, nak, quick, seed)?.rate / 1024.0)
 }
 
 /// The host-time sweep: window-limited rows of Figure 1's no-error column.
